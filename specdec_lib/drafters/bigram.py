@@ -1,0 +1,56 @@
+"""A bigram drafter: the most frequent next token after the last one, chained K times.
+
+Fitted on token ids of the target's tokenizer (the fit split of WikiText-2). An unseen previous
+token backs off to the most frequent token overall. Deterministic, so its q is a point mass.
+Knows nothing about models or text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from specdec_lib.drafters.base import Draft, Drafter
+from specdec_lib.errors import SpecdecError
+
+
+class BigramDrafter(Drafter):
+    name = "bigram"
+
+    def __init__(self, next_token: np.ndarray, backoff: int):
+        self.next_token = next_token  # [V] int64, -1 where the previous token was never seen
+        self.backoff = int(backoff)
+
+    @classmethod
+    def fit(cls, token_ids: Sequence[int], vocab_size: int) -> BigramDrafter:
+        ids = np.asarray(token_ids, dtype=np.int64)
+        if ids.size < 2:
+            raise SpecdecError(
+                f"a bigram needs at least 2 tokens of fit data, got {ids.size}: check the fit split"
+            )
+        if ids.min() < 0 or ids.max() >= vocab_size:
+            raise SpecdecError(f"fit token ids must lie in [0, {vocab_size}): wrong tokenizer?")
+        keys = ids[:-1] * vocab_size + ids[1:]
+        uniq, counts = np.unique(keys, return_counts=True)
+        prev, nxt = uniq // vocab_size, uniq % vocab_size
+        order = np.lexsort((nxt, -counts, prev))  # by prev, then count desc, then lowest id
+        prev, nxt = prev[order], nxt[order]
+        first = np.ones(prev.size, dtype=bool)
+        first[1:] = prev[1:] != prev[:-1]
+        table = np.full(vocab_size, -1, dtype=np.int64)
+        table[prev[first]] = nxt[first]
+        backoff = int(np.bincount(ids, minlength=vocab_size).argmax())
+        return cls(table, backoff)
+
+    def next_of(self, token: int) -> int:
+        t = int(self.next_token[token]) if 0 <= token < self.next_token.size else -1
+        return t if t >= 0 else self.backoff
+
+    def propose(self, seq, k, sampling, generator) -> Draft:
+        out: list[int] = []
+        last = seq[-1]
+        for _ in range(k):
+            last = self.next_of(last)
+            out.append(last)
+        return Draft(out)

@@ -1,0 +1,58 @@
+"""Prompt lookup: find the last n tokens earlier in the sequence and propose what followed.
+
+Tries n = max_ngram down to min_ngram and takes the most recent match. The copy may run into the
+tokens it is proposing (an LZ77-style overlapping copy), so a loop of period P yields K tokens even
+when P < K. With a fallback drafter (the bigram, say) the draft is topped up to K tokens when no
+match gives enough. Deterministic, so its q is a point mass. Knows nothing about models.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from specdec_lib.drafters.base import Draft, Drafter
+from specdec_lib.errors import SpecdecError
+
+
+def find_match(seq: np.ndarray, n: int) -> int:
+    """Start of the most recent earlier occurrence of seq[-n:], or -1."""
+    if seq.size <= n:
+        return -1
+    windows = sliding_window_view(seq[:-1], n)  # [len - n, n]; window j is seq[j : j + n]
+    hits = np.flatnonzero((windows == seq[-n:]).all(axis=1))
+    return int(hits[-1]) if hits.size else -1
+
+
+class NgramDrafter(Drafter):
+    name = "ngram"
+
+    def __init__(self, max_ngram: int = 3, min_ngram: int = 1, fallback: Drafter | None = None):
+        if not 1 <= min_ngram <= max_ngram:
+            raise SpecdecError(
+                f"n-gram sizes need 1 <= min_ngram <= max_ngram, got {min_ngram}, {max_ngram}"
+            )
+        self.max_ngram, self.min_ngram, self.fallback = max_ngram, min_ngram, fallback
+
+    def lookup(self, seq: list[int], k: int) -> list[int]:
+        arr = np.asarray(seq, dtype=np.int64)
+        for n in range(self.max_ngram, self.min_ngram - 1, -1):
+            j = find_match(arr, n)
+            if j >= 0:
+                ext = list(seq)
+                start = j + n  # < len(seq): the match ends before the current suffix does
+                for i in range(k):
+                    ext.append(ext[start + i])
+                return ext[len(seq) :]
+        return []
+
+    def propose(self, seq, k, sampling, generator) -> Draft:
+        tokens = self.lookup(seq, k)
+        if self.fallback is not None and len(tokens) < k:
+            extra = self.fallback.propose(seq + tokens, k - len(tokens), sampling, generator)
+            if extra.q is not None:
+                raise SpecdecError(
+                    "an n-gram fallback must be deterministic (a point-mass drafter)"
+                )
+            tokens += extra.tokens
+        return Draft(tokens)

@@ -1,0 +1,89 @@
+"""A self-draft: the target's own first layers (early exit), optionally with a pruned LM head.
+
+The draft shares the target's weights (no copy): it runs the embedding, the first `n_layers`
+decoder layers, the final norm and either the full LM head or a head restricted to the `keep`
+most frequent token ids of the fit split (its own small matrix). Its extra memory is its KV cache
+and the pruned head. Works for decoder models laid out as `model.model.layers` / `model.lm_head`
+whose forward honours `config.num_hidden_layers` (Gemma 3, Llama, Qwen...).
+Knows nothing about the verifier.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from specdec_lib.drafters.model import ModelDrafter
+from specdec_lib.errors import SpecdecError
+
+
+def _shallow(module: torch.nn.Module) -> torch.nn.Module:
+    """A new module object sharing parameters and submodules, whose own registry can change."""
+    new = copy.copy(module)
+    new._modules = dict(module._modules)
+    new._parameters = dict(module._parameters)
+    new._buffers = dict(module._buffers)
+    return new
+
+
+def early_exit_model(model: torch.nn.Module, n_layers: int) -> torch.nn.Module:
+    """The target cut after n_layers decoder layers, sharing its weights."""
+    inner = getattr(model, "model", None)
+    layers = getattr(inner, "layers", None)
+    if layers is None or not hasattr(model, "lm_head"):
+        raise SpecdecError(
+            f"a self-draft needs a decoder laid out as model.layers; got {type(model).__name__}"
+        )
+    total = len(layers)
+    if not 1 <= n_layers <= total:
+        raise SpecdecError(f"self-draft layers must be in [1, {total}], got {n_layers}")
+    draft = _shallow(model)
+    draft.model = _shallow(inner)
+    cfg = copy.deepcopy(inner.config)
+    cfg.num_hidden_layers = n_layers
+    draft.model.config = cfg
+    draft.config = cfg
+    return draft
+
+
+def frequent_ids(token_ids: Sequence[int], vocab_size: int, keep: int) -> torch.Tensor:
+    """The `keep` most frequent ids of the fit data (ties by lower id), sorted ascending."""
+    counts = np.bincount(np.asarray(token_ids, dtype=np.int64), minlength=vocab_size)
+    order = np.lexsort((np.arange(vocab_size), -counts))[:keep]
+    return torch.from_numpy(np.sort(order))
+
+
+def prune_head(model: torch.nn.Module, keep_ids: torch.Tensor) -> torch.nn.Module:
+    """Replace the LM head (of a shallow copy) by its rows for keep_ids."""
+    head = model.lm_head
+    w = head.weight.detach()[keep_ids.to(head.weight.device)].clone()  # [V_keep, H]
+    small = torch.nn.Linear(w.shape[1], w.shape[0], bias=False, device=w.device, dtype=w.dtype)
+    small.weight = torch.nn.Parameter(w, requires_grad=False)
+    pruned = _shallow(model)
+    pruned.lm_head = small
+    return pruned
+
+
+class SelfDrafter(ModelDrafter):
+    name = "self"
+
+    def __init__(
+        self,
+        target: torch.nn.Module,
+        *,
+        n_layers: int,
+        vocab_size: int,
+        keep_ids: torch.Tensor | None = None,
+    ):
+        draft = early_exit_model(target, n_layers)
+        if keep_ids is not None:
+            draft = prune_head(draft, keep_ids)
+            device = next(target.parameters()).device
+            super().__init__(draft, token_map=keep_ids.to(device), full_vocab=vocab_size)
+        else:
+            super().__init__(draft, vocab_size=vocab_size)
+        self.n_layers = n_layers
+        self.keep = None if keep_ids is None else int(keep_ids.numel())

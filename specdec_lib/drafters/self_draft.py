@@ -77,13 +77,16 @@ class SelfDrafter(ModelDrafter):
         n_layers: int,
         vocab_size: int,
         keep_ids: torch.Tensor | None = None,
+        use_cache: bool = True,
     ):
         draft = early_exit_model(target, n_layers)
         if keep_ids is not None:
             draft = prune_head(draft, keep_ids)
             device = next(target.parameters()).device
-            super().__init__(draft, token_map=keep_ids.to(device), full_vocab=vocab_size)
+            super().__init__(
+                draft, token_map=keep_ids.to(device), full_vocab=vocab_size, use_cache=use_cache
+            )
         else:
-            super().__init__(draft, vocab_size=vocab_size)
+            super().__init__(draft, vocab_size=vocab_size, use_cache=use_cache)
         self.n_layers = n_layers
         self.keep = None if keep_ids is None else int(keep_ids.numel())

@@ -1,0 +1,5 @@
+import sys
+
+from specdec_lib.cli import main
+
+sys.exit(main())

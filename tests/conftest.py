@@ -1,0 +1,238 @@
+"""Shared fixtures: tiny random-init Gemma 3 models, a fast fake LM and reference decoders.
+
+Nothing here downloads anything. The tiny Gemma models are built from a `Gemma3TextConfig` with a
+sliding window of 4 tokens and a mix of sliding and full attention layers, so that every
+sequence in the tests runs past the window. They use SDPA attention: Gemma's eager attention
+computes its softmax in float32 even for float64 weights, which would make "cached == uncached"
+comparisons in float64 meaningless.
+
+The fake LM is a fixed random table of logits conditioned on the last one or two tokens; it is
+cheap enough for the tests that need thousands of generations, and its exact next-token
+distribution is known, so continuation distributions can be enumerated.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+from specdec_lib.drafters.base import Draft, Drafter
+
+VOCAB = 96  # tiny Gemma vocabulary
+WINDOW = 4  # sliding window of the tiny Gemma models
+FAKE_VOCAB = 6  # small, so that multi-token continuations can be enumerated and binned
+
+
+def tiny_gemma(
+    seed: int,
+    n_layers: int = 4,
+    *,
+    vocab: int = VOCAB,
+    dtype: torch.dtype = torch.float64,
+    window: int = WINDOW,
+) -> Gemma3ForCausalLM:
+    """A random-init Gemma3ForCausalLM. Untied embeddings and init 0.2 give greedy continuations
+    that vary (a tied, near-zero init just repeats the last token forever)."""
+    types = ["sliding_attention", "full_attention", "sliding_attention", "sliding_attention"]
+    cfg = Gemma3TextConfig(
+        vocab_size=vocab,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=n_layers,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        query_pre_attn_scalar=16,
+        sliding_window=window,
+        layer_types=[types[i % len(types)] for i in range(n_layers)],
+        max_position_embeddings=512,
+        initializer_range=0.2,
+        tie_word_embeddings=False,
+        pad_token_id=0,
+        bos_token_id=2,
+        eos_token_id=1,
+        attn_implementation="sdpa",
+    )
+    torch.manual_seed(seed)
+    model = Gemma3ForCausalLM(cfg).to(dtype).eval()
+    model.requires_grad_(False)
+    assert n_layers < 2 or set(cfg.layer_types) == {"sliding_attention", "full_attention"}
+    return model
+
+
+class FakeLM(torch.nn.Module):
+    """logits[t] = table[ids[t - 1], ids[t]] (order 2) or table[ids[t]] (order 1).
+
+    Has no cache: it must be wrapped as `CachedLM(model, use_cache=False)`, which feeds the whole
+    sequence every call. Position 0 of an order-2 model uses a dedicated "no previous token" row.
+    """
+
+    def __init__(self, vocab: int = FAKE_VOCAB, seed: int = 0, order: int = 2, scale: float = 1.5):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        shape = (vocab + 1, vocab, vocab) if order == 2 else (vocab, vocab)
+        table = torch.randn(*shape, generator=g, dtype=torch.float64) * scale
+        self.table = torch.nn.Parameter(table, requires_grad=False)
+        self.vocab, self.order = vocab, order
+
+    def forward(self, input_ids, cache=None, use_cache=False, logits_to_keep=1, **kwargs):
+        if use_cache or cache is not None:
+            raise AssertionError("FakeLM has no KV cache: wrap it in CachedLM(use_cache=False)")
+        ids = input_ids[0]
+        if self.order == 2:
+            prev = torch.cat([ids.new_full((1,), self.vocab), ids[:-1]])
+            logits = self.table[prev, ids]  # [seq, V]
+        else:
+            logits = self.table[ids]
+        if logits_to_keep:
+            logits = logits[-logits_to_keep:]
+        return SimpleNamespace(logits=logits[None])
+
+
+@torch.no_grad()
+def next_logits(model: torch.nn.Module, seq: list[int]) -> torch.Tensor:
+    """[V] logits after seq, from one full uncached forward (no CachedLM involved)."""
+    ids = torch.tensor([seq], dtype=torch.long)
+    return model(input_ids=ids, use_cache=False, logits_to_keep=1).logits[0, -1]
+
+
+def stepwise_greedy(
+    model: torch.nn.Module, prompt: list[int], n: int, eos: int | None = None
+) -> list[int]:
+    """Reference greedy decoding: recompute the whole sequence without a cache at every step."""
+    seq = list(prompt)
+    out: list[int] = []
+    for _ in range(n):
+        tok = int(next_logits(model, seq).argmax())
+        out.append(tok)
+        seq.append(tok)
+        if eos is not None and tok == eos:
+            break
+    return out
+
+
+_GREEDY_MEMO: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+
+
+def greedy_continuation(model: torch.nn.Module, prompt: list[int], n: int) -> list[int]:
+    """stepwise_greedy without EOS, memoised per (model, prompt) and extended on demand."""
+    key = (id(model), tuple(prompt))
+    have = _GREEDY_MEMO.setdefault(key, [])
+    if len(have) < n:
+        have.extend(stepwise_greedy(model, list(prompt) + have, n - len(have)))
+    return have[:n]
+
+
+def random_prompt(seed: int, length: int, vocab: int = VOCAB) -> list[int]:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, vocab, (length,), generator=g).tolist()
+
+
+@pytest.fixture(scope="module")
+def single_thread():
+    """Tiny models are dominated by thread synchronisation: one intra-op thread is many times
+    faster on a small, busy machine. Restored after the module."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def target64() -> Gemma3ForCausalLM:
+    return tiny_gemma(seed=0, n_layers=4)
+
+
+@pytest.fixture(scope="session")
+def draft64() -> Gemma3ForCausalLM:
+    """A different seed and depth: a separate small model acting as the drafter."""
+    return tiny_gemma(seed=1, n_layers=2)
+
+
+@pytest.fixture(scope="session")
+def wide_draft64() -> Gemma3ForCausalLM:
+    """A draft whose embedding has more rows than the target's (like a padded vocabulary)."""
+    return tiny_gemma(seed=2, n_layers=2, vocab=VOCAB + 16)
+
+
+@pytest.fixture(scope="session")
+def target32() -> Gemma3ForCausalLM:
+    return tiny_gemma(seed=0, n_layers=4, dtype=torch.float32)
+
+
+@pytest.fixture(scope="session")
+def draft32() -> Gemma3ForCausalLM:
+    return tiny_gemma(seed=1, n_layers=2, dtype=torch.float32)
+
+
+@pytest.fixture(scope="session")
+def fake_target() -> FakeLM:
+    return FakeLM(seed=10, order=2)
+
+
+@pytest.fixture(scope="session")
+def fake_draft() -> FakeLM:
+    """A different table (and order) than the target's: q differs from p everywhere."""
+    return FakeLM(seed=11, order=1)
+
+
+class OracleDrafter(Drafter):
+    """Proposes the target's own greedy continuation (read from a precomputed reference), so
+    every draft is accepted; with `wrong_at=j` the j-th token of every draft is replaced by a
+    different id, which forces a rejection at exactly position j whenever j < K."""
+
+    name = "oracle"
+
+    def __init__(self, prompt: list[int], continuation: list[int], vocab: int, wrong_at=None):
+        self.full = list(prompt) + list(continuation)
+        self.vocab, self.wrong_at = vocab, wrong_at
+
+    def propose(self, seq, k, sampling, generator) -> Draft:
+        pos = len(seq)
+        assert seq == self.full[:pos], "the decode left the greedy continuation"
+        tokens = self.full[pos : pos + k]
+        assert len(tokens) == k, "reference continuation too short for this test"
+        if self.wrong_at is not None and self.wrong_at < k:
+            tokens[self.wrong_at] = (tokens[self.wrong_at] + 1) % self.vocab
+        return Draft(tokens)
+
+
+def check_stats(gen, *, k: int, prompt_len: int, model_calls: int | None = None) -> None:
+    """Every GenStats invariant, recomputed independently of GenStats' own properties."""
+    s = gen.stats
+    acc, prop = s.accepted_lengths, s.proposed_lengths
+    assert s.new_tokens == len(gen.tokens)
+    assert len(acc) == len(prop)
+    assert all(0 <= n <= d <= k for n, d in zip(acc, prop, strict=True))
+    emitted = sum(n + 1 for n in acc)
+    assert emitted >= s.new_tokens
+    if s.stopped_by == "max_new_tokens":
+        assert emitted == s.new_tokens  # nothing is cut unless an EOS was emitted
+    else:
+        assert s.stopped_by == "eos"
+        assert emitted - s.new_tokens <= acc[-1]  # only the last call was cut short
+    assert s.accepted == sum(acc) and s.proposed == sum(prop)
+    assert s.accepted <= s.proposed
+    assert s.acceptance_rate == (s.accepted / s.proposed if s.proposed else 0.0)
+    assert s.draft_calls == sum(d > 0 for d in prop)
+    assert s.target_calls == len(acc) + (1 if prompt_len > 1 else 0)
+    if model_calls is not None:
+        assert s.target_calls == model_calls  # the count matches the forwards really made
+    if acc:
+        assert s.mean_accepted_length == pytest.approx(emitted / len(acc))
+    pos = s.position_acceptance(k)
+    for i in range(k):
+        reached = [n for n, d in zip(acc, prop, strict=True) if d > i and n >= i]
+        if reached:
+            assert pos[i] == pytest.approx(sum(n > i for n in reached) / len(reached))
+        else:
+            assert pos[i] is None
+    hist = s.accepted_histogram(k)
+    assert sum(hist) == s.draft_calls
+    for j in range(k + 1):
+        assert hist[j] == sum(1 for n, d in zip(acc, prop, strict=True) if d and n == j)
+    summary = s.summary(k)
+    assert summary["new_tokens"] == s.new_tokens and summary["accepted_histogram"] == hist

@@ -296,8 +296,10 @@ class ResultStore:
     def writing(self, experiment: str) -> Iterator[Path]:
         """A temporary directory that becomes the experiment's directory on success."""
         final = self.dir(experiment)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(final.parent / f".{experiment}.lock")):
+        with self.lock(experiment):
+            for stale in final.parent.glob(f".{experiment}.*"):  # left by a killed writer
+                if stale.is_dir():
+                    shutil.rmtree(stale, ignore_errors=True)
             tmp = Path(tempfile.mkdtemp(prefix=f".{experiment}.", dir=final.parent))
             try:
                 yield tmp
@@ -310,9 +312,17 @@ class ResultStore:
                 shutil.rmtree(tmp, ignore_errors=True)
 
     def lock(self, experiment: str) -> FileLock:
+        """The experiment's inter-process lock; one object per path, so it is reentrant within
+        a process (hold it around check-compute-publish; `writing` takes it again)."""
         d = self.dir(experiment)
         d.parent.mkdir(parents=True, exist_ok=True)
-        return FileLock(str(d.parent / f".{experiment}.lock"))
+        path = str((d.parent / f".{experiment}.lock").resolve())
+        if path not in _LOCKS:
+            _LOCKS[path] = FileLock(path)
+        return _LOCKS[path]
+
+
+_LOCKS: dict[str, FileLock] = {}
 
 
 def _json_default(o: Any) -> Any:
@@ -350,7 +360,7 @@ def write_rows(path: Path, rows: Sequence[dict[str, Any]]) -> None:
         w = csv.DictWriter(buf, fieldnames=list(rows[0].keys()), lineterminator="\n")
         w.writeheader()
         for r in rows:
-            w.writerow({k: ("" if v is None else v) for k, v in r.items()})
+            w.writerow({k: ("" if v is None else v) for k, v in scrub(dict(r)).items()})
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(buf.getvalue(), encoding="utf-8")
     os.replace(tmp, path)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "WANDB_API_KEY")
-_TOKEN_RE = re.compile(r"\b(hf_[A-Za-z0-9]{8,}|[0-9a-f]{40})\b")
+_TOKEN_RE = re.compile(r"\bhf_[A-Za-z0-9]{8,}\b")  # hub-token shaped; set secrets go by value
 
 
 def secrets() -> list[str]:

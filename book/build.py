@@ -1,0 +1,261 @@
+"""Build the book for one profile: stage the executed notebooks, then `jupyter-book build`.
+
+    python book/build.py --profile embedded --results results [--strict] [--workdir DIR]
+
+1. Stage: every `book/experiments/NN_name` entry of `_toc.yml` becomes either a copy of
+   `<results>/<profile>/notebooks/NN_name.ipynb` (the executed notebook, rendered as stored,
+   never re-executed) or, when that notebook does not exist, a placeholder page saying the
+   experiment has not been run for this profile. The staging folder is gitignored.
+2. Environment: SPECDEC_BOOK_PROFILE and SPECDEC_RESULTS tell the chapter pages (which read
+   result files through `specdec_lib.report`) what to show; PYTHONPATH gets the repository root;
+   a private Jupyter kernelspec named `specdec` that runs *this* Python is put first on
+   JUPYTER_PATH, so the chapter pages execute with this interpreter on any fresh clone (nothing is
+   installed into the environment, and a stale user-level `specdec` kernel cannot shadow it).
+3. Build: `jupyter-book build <workdir> --builder html -W -n --keep-going --all`, output in
+   `<workdir>/_build/html` (or `--path-output`). Exits non-zero when the build fails.
+
+`--strict` refuses to build when an experiment's notebook is missing (no placeholders), which is
+what `make book` wants for the committed embedded profile. `--workdir` builds from a copy of the
+book's sources in another folder (tests use this so that they never touch the checkout's staging
+folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+STAGING = Path("book") / "experiments"
+BOOK_SOURCES = ("_config.yml", "_toc.yml", "book")
+KERNEL_NAME = "specdec"
+
+
+def toc_experiments(toc_path: Path) -> list[str]:
+    """The `book/experiments/<name>` entries of the toc, in order (names without suffix)."""
+    toc = yaml.safe_load(toc_path.read_text(encoding="utf-8"))
+    found: list[str] = []
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            f = node.get("file")
+            if isinstance(f, str) and f.startswith(f"{STAGING.as_posix()}/"):
+                found.append(f.split("/")[-1].removesuffix(".ipynb").removesuffix(".md"))
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(toc)
+    return found
+
+
+def title_of(name: str) -> str:
+    """'04_context_sweep' -> 'Context sweep'."""
+    words = name.split("_", 1)[-1].replace("_", " ")
+    return words[:1].upper() + words[1:]
+
+
+def placeholder(name: str, profile: str, results: Path) -> str:
+    return (
+        f"# {title_of(name)} (not run)\n\n"
+        f":::{{note}}\nThe experiment `{name}` has not been run for the profile `{profile}`: "
+        f"there is no executed notebook at `{results / profile / 'notebooks' / (name + '.ipynb')}`."
+        f"\n\nRun it with `make evaluate PROFILE={profile}` (all experiments) or with papermill "
+        f"(see the reproducibility chapter), then rebuild the book.\n:::\n"
+    )
+
+
+def _has_title(nb) -> bool:
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("# "):
+                    return True
+    return False
+
+
+def squash_streams(outputs: list) -> list:
+    """Join consecutive stream outputs of one name and keep what a terminal would show: the text
+    after the last carriage return of each line (a tqdm bar's final state, not every refresh)."""
+    out: list = []
+    for o in outputs:
+        if (
+            o.get("output_type") == "stream"
+            and out
+            and out[-1].get("output_type") == "stream"
+            and out[-1].get("name") == o.get("name")
+        ):
+            out[-1]["text"] += o["text"]
+        else:
+            out.append(o)
+    for o in out:
+        if o.get("output_type") == "stream":
+            lines = o["text"].split("\n")
+            kept = [ln.rstrip("\r").rsplit("\r", 1)[-1] for ln in lines]
+            o["text"] = "\n".join(ln for i, ln in enumerate(kept) if ln or i == len(kept) - 1)
+    return [o for o in out if o.get("output_type") != "stream" or o["text"].strip()]
+
+
+def stage_notebook(src: Path, dst: Path, name: str, profile: str) -> None:
+    """Copy an executed notebook for rendering: a title if it has none, a provenance note, tqdm
+    refreshes squashed to their final state, and the Colab set-up cell folded (hide-input)."""
+    nb = nbformat.read(src, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        cell.outputs = squash_streams(cell.get("outputs", []))
+        if "google.colab" in cell.source:
+            tags = cell.metadata.setdefault("tags", [])
+            if "hide-input" not in tags:
+                tags.append("hide-input")
+    note = nbformat.v4.new_markdown_cell(
+        f":::{{note}}\nThe executed notebook of the profile `{profile}`, rendered as it was "
+        "stored by the batch: nothing on this page was re-run to build the book.\n:::"
+    )
+    note.metadata["tags"] = ["specdec-provenance"]
+    if not _has_title(nb):
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(f"# {title_of(name)}"))
+    # after the cell that holds the title
+    at = next(
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "markdown" and any(ln.startswith("# ") for ln in c.source.splitlines())
+    )
+    nb.cells.insert(at + 1, note)
+    nbformat.write(nb, dst)
+
+
+def stage(workdir: Path, profile: str, results: Path, strict: bool) -> dict[str, str]:
+    """Fill <workdir>/book/experiments; returns name -> 'notebook' | 'placeholder'."""
+    names = toc_experiments(workdir / "_toc.yml")
+    staging = workdir / STAGING
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    (staging / ".gitignore").write_text("*\n", encoding="utf-8")
+    status: dict[str, str] = {}
+    missing = []
+    for name in names:
+        src = results / profile / "notebooks" / f"{name}.ipynb"
+        if src.is_file():
+            stage_notebook(src, staging / f"{name}.ipynb", name, profile)
+            status[name] = "notebook"
+        else:
+            missing.append(name)
+            (staging / f"{name}.md").write_text(
+                placeholder(name, profile, results), encoding="utf-8"
+            )
+            status[name] = "placeholder"
+    if strict and missing:
+        raise SystemExit(
+            f"--strict: no executed notebook for {', '.join(missing)} "
+            f"in {results / profile / 'notebooks'}"
+        )
+    return status
+
+
+def private_kernelspec(where: Path) -> Path:
+    """A `specdec` kernelspec running sys.executable; returns the folder for JUPYTER_PATH."""
+    spec_dir = where / "kernels" / KERNEL_NAME
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python (specdec)",
+        "language": "python",
+        "metadata": {"debugger": False},
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
+    return where
+
+
+def copy_sources(workdir: Path) -> None:
+    workdir.mkdir(parents=True, exist_ok=True)
+    for rel in BOOK_SOURCES:
+        src, dst = ROOT / rel, workdir / rel
+        if src.is_dir():
+            if dst.exists():
+                shutil.rmtree(dst)
+            shutil.copytree(
+                src, dst, ignore=shutil.ignore_patterns("experiments", "__pycache__", "_build")
+            )
+        else:
+            shutil.copy2(src, dst)
+
+
+def build_env(profile: str, results: Path, kernels: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["SPECDEC_BOOK_PROFILE"] = profile
+    env["SPECDEC_RESULTS"] = str(results)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env["JUPYTER_PATH"] = os.pathsep.join(
+        [str(kernels), *filter(None, [os.environ.get("JUPYTER_PATH")])]
+    )
+    env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # the kernel's debugger nags on stderr
+    env.setdefault("WANDB_MODE", "disabled")
+    return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profile", default=os.environ.get("SPECDEC_BOOK_PROFILE", "embedded"))
+    ap.add_argument("--results", default=os.environ.get("SPECDEC_RESULTS", "results"))
+    ap.add_argument("--strict", action="store_true", help="fail if an experiment is missing")
+    ap.add_argument("--workdir", type=Path, default=None, help="build from a copy of the book")
+    ap.add_argument("--path-output", type=Path, default=None, help="default: <workdir>")
+    ap.add_argument("--builder", default="html")
+    args = ap.parse_args(argv)
+
+    results = Path(args.results)
+    results = (results if results.is_absolute() else Path.cwd() / results).resolve()
+    if not (results / args.profile).is_dir():
+        print(f"book: no results for profile {args.profile!r} in {results}", file=sys.stderr)
+        if args.strict:
+            return 2
+    workdir = (args.workdir or ROOT).resolve()
+    if workdir != ROOT:
+        copy_sources(workdir)
+    status = stage(workdir, args.profile, results, args.strict)
+    out = (args.path_output or workdir).resolve()
+    kernels = private_kernelspec(out / "_build" / ".jupyter")
+    env = build_env(args.profile, results, kernels)
+    staged = sum(v == "notebook" for v in status.values())
+    print(
+        f"book: profile {args.profile}, results {results}: {staged} executed notebooks, "
+        f"{len(status) - staged} placeholders",
+        flush=True,
+    )
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
+        "build",
+        str(workdir),
+        "--path-output",
+        str(out),
+        "--builder",
+        args.builder,
+        "-W",
+        "-n",
+        "--keep-going",
+        "--all",
+    ]
+    rc = subprocess.run(cmd, cwd=workdir, env=env).returncode
+    if rc:
+        print(f"book: jupyter-book build failed (exit {rc})", file=sys.stderr)
+        return rc
+    print(f"book: {out / '_build' / args.builder / 'index.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,826 @@
+"""The book: report.py on synthetic result directories (fast), and real `jupyter-book` builds.
+
+Synthetic results follow results/SCHEMA.md (made up numbers, never committed); the builds use
+`book/build.py --workdir <tmp>` so that they never touch the checkout's staging folder. One build
+uses the smoke profile's real results when they exist (CI runs the smoke batch first) and is
+skipped otherwise.
+
+    python tests/test_book.py DIR [PROFILE]   # write a synthetic profile under DIR for hacking
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pandas as pd
+import pytest
+
+from specdec_lib import report
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# --------------------------------------------------------------------------------------------
+# synthetic results in the documented layout
+
+CONTEXTS = [10, 20, 50, 100, 200]
+K = 4
+N_PROMPTS = 12
+NEW_TOKENS = 32
+
+
+def _ci(values, stat=np.median):
+    x = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(0)
+    boots = stat(x[rng.integers(0, x.size, size=(400, x.size))], axis=1)
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    return {"median": float(stat(x)), "ci_low": float(lo), "ci_high": float(hi)}
+
+
+def _ratio(num, den):
+    num, den = np.asarray(num, float), np.asarray(den, float)
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, num.size, size=(400, num.size))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        b = num[idx].sum(1) / den[idx].sum(1)
+    lo, hi = np.nanquantile(b, [0.025, 0.975])
+    return {"value": float(num.sum() / den.sum()), "ci_low": float(lo), "ci_high": float(hi)}
+
+
+def _row(prompt, method, draft, k, ctx, a, step_s, c, rng, cache=True, cell=None):
+    acc_l, prop_l = [], []
+    emitted = 0
+    while emitted < NEW_TOKENS:
+        d = min(k, NEW_TOKENS - emitted - 1) if k else 0
+        n = 0
+        while n < d and rng.random() < a:
+            n += 1
+        acc_l.append(n)
+        prop_l.append(d)
+        emitted += n + 1
+    calls = len(acc_l)
+    prefill = step_s * (1 + ctx / 40)
+    verify = calls * step_s * (1.05 if k else 1.0)
+    draft_s = sum(prop_l) * c * step_s
+    wall = prefill + verify + draft_s
+    r = {
+        "prompt": prompt,
+        "article": prompt * 3,
+        "anchor": 600 + 7 * prompt,
+        "context_tokens": ctx,
+        "prompt_tokens": ctx,
+        "method": method,
+        "draft": draft,
+        "k": k,
+        "use_cache": cache,
+        "new_tokens": emitted,
+        "wall_s": wall,
+        "tokens_per_s": emitted / wall,
+        "target_calls": calls + 1,
+        "proposed": sum(prop_l),
+        "accepted": sum(acc_l),
+        "acceptance_rate": sum(acc_l) / sum(prop_l) if sum(prop_l) else 0.0,
+        "mean_accepted_length": (sum(acc_l) + calls) / calls,
+        "draft_s": draft_s,
+        "verify_s": verify,
+        "prefill_s": prefill,
+        "stopped_by": "max_new_tokens",
+        "identical": True,
+        "divergence_pos": None,
+        "divergence_margin": None,
+        "repetition_4gram": 0.1,
+        "accepted_lengths": " ".join(map(str, acc_l)),
+        "proposed_lengths": " ".join(map(str, prop_l)),
+        "tokens": " ".join(["5"] * emitted),
+    }
+    if cell is not None:
+        r.update(cell)
+    return r
+
+
+def _arm_summary(rows, base):
+    wall = np.array([r["wall_s"] for r in rows])
+    k = rows[0]["k"]
+    s = {
+        "n_prompts": len(rows),
+        "draft": rows[0]["draft"],
+        "k": k,
+        "tokens_per_s": _ci([r["tokens_per_s"] for r in rows]),
+        "wall_s": _ci(wall),
+        "total_wall_s": float(wall.sum()),
+        "new_tokens": float(sum(r["new_tokens"] for r in rows)),
+        "identical_fraction": 1.0,
+        "repetition_4gram": _ci([0.1] * len(rows)),
+    }
+    if k:
+        acc = [r["accepted"] for r in rows]
+        prop = [r["proposed"] for r in rows]
+        calls = [len(r["accepted_lengths"].split()) for r in rows]
+        s["acceptance_rate"] = _ratio(acc, prop)
+        s["mean_accepted_length"] = _ratio(np.add(acc, calls), calls)
+        reached, took = np.zeros(k), np.zeros(k)
+        hist = np.zeros(k + 1, dtype=int)
+        for r in rows:
+            for n, d in zip(
+                map(int, r["accepted_lengths"].split()),
+                map(int, r["proposed_lengths"].split()),
+                strict=True,
+            ):
+                m = min(d, n + 1, k)
+                reached[:m] += 1
+                took[: min(n, m)] += 1
+                if d:
+                    hist[min(n, k)] += 1
+        s["position_acceptance"] = [
+            float(t / q) if q else None for t, q in zip(took, reached, strict=True)
+        ]
+        s["accepted_histogram"] = hist.tolist()
+        s["draft_share_of_time"] = sum(r["draft_s"] for r in rows) / wall.sum()
+        s["draft_s_per_token"] = sum(r["draft_s"] for r in rows) / sum(prop)
+        s["verify_s_per_call"] = sum(r["verify_s"] for r in rows) / sum(calls)
+        s["acceptance_rate_pooled"] = s["acceptance_rate"]["value"]
+    if base is not None:
+        bw = np.array([r["wall_s"] for r in base])
+        s["speedup"] = _ratio(bw, wall)
+        s["speedup_per_prompt"] = _ci(bw / wall)
+        step = bw.sum() / sum(r["new_tokens"] for r in base)
+        s["baseline_s_per_token"] = step
+        if k:
+            c = s["draft_s_per_token"] / step
+            mal = s["mean_accepted_length"]["value"]
+            from specdec_lib import theory
+
+            a = theory.acceptance_from_rate(min(max(mal, 1.0), k + 1.0), k)
+            s.update(
+                cost_ratio=c,
+                per_token_acceptance_iid=a,
+                predicted_speedup_leviathan=theory.expected_speedup(a, k, c),
+                verify_cost_ratio=s["verify_s_per_call"] / step,
+                predicted_speedup_calibrated=mal / (k * c + s["verify_s_per_call"] / step),
+            )
+    return s
+
+
+def _summarize(rows):
+    arms = list(dict.fromkeys(r["method"] for r in rows))
+    base = [r for r in rows if r["method"] == "baseline"] or None
+    return {
+        a: _arm_summary([r for r in rows if r["method"] == a], base if a != "baseline" else None)
+        for a in arms
+    }
+
+
+def _clean(o):
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    if isinstance(o, dict):
+        return {k: _clean(v) for k, v in o.items()}
+    if isinstance(o, list | tuple):
+        return [_clean(v) for v in o]
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    return o
+
+
+def _publish(root: Path, profile: str, name: str, config, rows, summary, extra=None):
+    d = root / profile / name
+    (d / "figures").mkdir(parents=True, exist_ok=True)
+    config = {
+        "experiment": name,
+        "profile": profile,
+        "target": "synthetic",
+        "dtype": "float32",
+        "device": "cpu",
+        "data_source": "synthetic",
+        "seed": 0,
+        "k": K,
+        "max_new_tokens": NEW_TOKENS,
+        "n_prompts": N_PROMPTS,
+        "arms": {},
+        "config_hash": "0123456789abcdef",
+        **config,
+    }
+    env = {
+        "python": "3.11",
+        "platform": "linux",
+        "processor": "x86_64",
+        "cpu_count": 2,
+        "torch": "0",
+        "transformers": "0",
+        "torch_threads": 2,
+        "cuda": False,
+        "gpu": None,
+        "device": "cpu",
+        "dtype": "float32",
+        "git_commit": "f" * 40,
+        "wall_s_experiment": 12.5,
+    }
+    (d / "config.json").write_text(json.dumps(_clean(config)))
+    (d / "env.json").write_text(json.dumps(env))
+    (d / "summary.json").write_text(
+        json.dumps(_clean({"experiment": name, "profile": profile, **summary}))
+    )
+    pd.DataFrame(rows).to_csv(d / "per_prompt.csv", index=False)
+    for fname, data in (extra or {}).items():
+        pd.DataFrame(data).to_csv(d / fname, index=False)
+
+
+def _sweep(root, profile, name, cache, rng):
+    rows, table, by_ctx = [], [], {}
+    for ctx in CONTEXTS:
+        step = 0.01 * (1 + ctx / 400) if cache else 0.01 * (1 + ctx / 25)
+        cell = []
+        for i in range(N_PROMPTS):
+            cell.append(
+                _row(i, "baseline", "none", 0, ctx, 0, step, 0, rng, cache, {"context": ctx})
+            )
+            cell.append(
+                _row(i, "bigram", "bigram", K, ctx, 0.08, step, 0.01, rng, cache, {"context": ctx})
+            )
+            cell.append(
+                _row(
+                    i,
+                    "self",
+                    "self",
+                    K,
+                    ctx,
+                    0.62 + 0.02 * (i % 3),
+                    step,
+                    0.3 * (1 + (0 if cache else ctx / 50)),
+                    rng,
+                    cache,
+                    {"context": ctx},
+                )
+            )
+        rows += cell
+        arms = _summarize(cell)
+        by_ctx[str(ctx)] = {"arms": arms}
+    ref_wall = by_ctx["20"]["arms"]["baseline"]["total_wall_s"]
+    ref_rows = [r for r in rows if r["context"] == 20 and r["method"] == "baseline"]
+    for ctx in CONTEXTS:
+        for arm, s in by_ctx[str(ctx)]["arms"].items():
+            mine = [r for r in rows if r["context"] == ctx and r["method"] == arm]
+            es = _ratio([r["wall_s"] for r in ref_rows], [r["wall_s"] for r in mine])
+            table.append(
+                {
+                    "context": ctx,
+                    "method": arm,
+                    "draft": s["draft"],
+                    "k": s["k"],
+                    "n_prompts": s["n_prompts"],
+                    "use_cache": cache,
+                    "total_wall_s": s["total_wall_s"],
+                    "baseline_total_wall_s": by_ctx[str(ctx)]["arms"]["baseline"]["total_wall_s"],
+                    "tokens_per_s": s["tokens_per_s"]["median"],
+                    "tokens_per_s_ci_low": s["tokens_per_s"]["ci_low"],
+                    "tokens_per_s_ci_high": s["tokens_per_s"]["ci_high"],
+                    "speedup": s.get("speedup", {}).get("value"),
+                    "speedup_ci_low": s.get("speedup", {}).get("ci_low"),
+                    "speedup_ci_high": s.get("speedup", {}).get("ci_high"),
+                    "earlier_style_speedup": es["value"],
+                    "earlier_style_speedup_ci_low": es["ci_low"],
+                    "earlier_style_speedup_ci_high": es["ci_high"],
+                    "acceptance_rate": s.get("acceptance_rate", {}).get("value"),
+                    "acceptance_rate_ci_low": s.get("acceptance_rate", {}).get("ci_low"),
+                    "acceptance_rate_ci_high": s.get("acceptance_rate", {}).get("ci_high"),
+                    "mean_accepted_length": s.get("mean_accepted_length", {}).get("value"),
+                }
+            )
+    base = [by_ctx[str(c)]["arms"]["baseline"] for c in CONTEXTS]
+    summary = {
+        "roles": {"bigram": "bigram", "transformer": "self"},
+        "contexts": CONTEXTS,
+        "use_cache": cache,
+        "by_context": by_ctx,
+        "table": table,
+        "earlier_style": {"reference_context": 20, "reference_total_wall_s": ref_wall},
+        "baseline_growth": {
+            "context": CONTEXTS,
+            "total_wall_s": [b["total_wall_s"] for b in base],
+            "s_per_token": [b["total_wall_s"] / b["new_tokens"] for b in base],
+        },
+        "headline": {},
+    }
+    _publish(root, profile, name, {"contexts": CONTEXTS, "use_cache": cache}, rows, summary)
+
+
+def write_synthetic(
+    root: Path, profile: str = "synthetic", only: set[str] | None = None, notebooks: bool = True
+) -> Path:
+    """A profile with every result directory (or only those in `only`) and executed notebooks."""
+    rng = np.random.default_rng(1)
+    want = lambda n: only is None or n in only  # noqa: E731
+    single = {}
+    for name, arms in (
+        ("baseline", [("baseline", "none", 0, 0, 0)]),
+        ("bigram", [("baseline", "none", 0, 0, 0), ("bigram", "bigram", K, 0.1, 0.01)]),
+        ("transformer_draft", [("baseline", "none", 0, 0, 0), ("self", "self", K, 0.65, 0.3)]),
+    ):
+        rows = [
+            _row(i, m, d, k, 20, a, 0.01, c, rng)
+            for i in range(N_PROMPTS)
+            for (m, d, k, a, c) in arms
+        ]
+        single[name] = (rows, _summarize(rows))
+    if want("baseline"):
+        rows, arms = single["baseline"]
+        _publish(
+            root,
+            profile,
+            "baseline",
+            {},
+            rows,
+            {
+                "roles": {},
+                "arms": arms,
+                "headline": {
+                    "tokens_per_s": arms["baseline"]["tokens_per_s"],
+                    "n_prompts": N_PROMPTS,
+                },
+            },
+        )
+    if want("bigram"):
+        rows, arms = single["bigram"]
+        _publish(
+            root,
+            profile,
+            "bigram",
+            {},
+            rows,
+            {"roles": {"bigram": "bigram"}, "arms": arms, "headline": {}},
+        )
+    if want("transformer_draft"):
+        rows, arms = single["transformer_draft"]
+        ident = {
+            "bfloat16": {
+                "dtype": "bfloat16",
+                "n_prompts": N_PROMPTS,
+                "max_new_tokens": 32,
+                "identical_fraction": 0.75,
+                "divergence_positions": [5, 17, 30],
+                "divergence_margins": [0.01, 0.06, 0.12],
+            },
+            "float32": {
+                "dtype": "float32",
+                "n_prompts": N_PROMPTS,
+                "max_new_tokens": 32,
+                "identical_fraction": 1.0,
+                "divergence_positions": [],
+                "divergence_margins": [],
+            },
+        }
+        _publish(
+            root,
+            profile,
+            "transformer_draft",
+            {},
+            rows,
+            {
+                "roles": {"transformer": "self"},
+                "arms": arms,
+                "headline": {},
+                "identity_by_dtype": ident,
+            },
+        )
+    if want("context_sweep"):
+        _sweep(root, profile, "context_sweep", True, rng)
+    if want("context_sweep_nocache"):
+        _sweep(root, profile, "context_sweep_nocache", False, rng)
+    if want("agreement"):
+        rows, table, by = [], [], {}
+        for d, base_a, slope in (
+            ("self", 0.70, 0.0002),
+            ("bigram", 0.12, 0.0),
+            ("target_vs_reference", 0.80, 0.0009),
+        ):
+            by[d] = {}
+            for ctx in CONTEXTS:
+                vals = np.clip(base_a + slope * ctx + rng.normal(0, 0.04, N_PROMPTS), 0, 1)
+                for i, v in enumerate(vals):
+                    rows.append(
+                        {
+                            "prompt": i,
+                            "article": i * 3,
+                            "anchor": 600 + 7 * i,
+                            "context": ctx,
+                            "draft": d,
+                            "agreement": v,
+                            "positions": 32,
+                        }
+                    )
+                m = _ci(vals, np.mean)
+                table.append(
+                    {
+                        "context": ctx,
+                        "draft": d,
+                        "agreement": m["median"],
+                        "ci_low": m["ci_low"],
+                        "ci_high": m["ci_high"],
+                        "n_prompts": N_PROMPTS,
+                    }
+                )
+                by[d][str(ctx)] = {
+                    "mean": m["median"],
+                    "ci_low": m["ci_low"],
+                    "ci_high": m["ci_high"],
+                }
+        df = pd.DataFrame(rows)
+        head = {}
+        for d in by:
+            first = df[(df.draft == d) & (df.context == CONTEXTS[0])]["agreement"].to_numpy()
+            last = df[(df.draft == d) & (df.context == CONTEXTS[-1])]["agreement"].to_numpy()
+            ch = _ci(last - first, np.mean)
+            head[d] = {
+                "first": float(first.mean()),
+                "last": float(last.mean()),
+                "change": float(last.mean() - first.mean()),
+                "change_ci_low": ch["ci_low"],
+                "change_ci_high": ch["ci_high"],
+            }
+        _publish(
+            root,
+            profile,
+            "agreement",
+            {"contexts": CONTEXTS},
+            rows,
+            {
+                "roles": {"transformer": "self", "bigram": "bigram"},
+                "table": table,
+                "by_draft": by,
+                "contexts": CONTEXTS,
+                "continuation_tokens": 32,
+                "headline": head,
+            },
+        )
+    if want("k_sweep"):
+        rows = []
+        for i in range(N_PROMPTS):
+            rows.append(_row(i, "baseline", "none", 0, 20, 0, 0.01, 0, rng))
+            for k in range(1, 9):
+                rows.append(_row(i, f"k{k}", "self", k, 20, 0.65, 0.01, 0.3, rng))
+            rows.append(_row(i, "adaptive", "adaptive:self", 8, 20, 0.65, 0.01, 0.3, rng))
+        arms = _summarize(rows)
+        table = [
+            {
+                "k": s["k"],
+                "method": a,
+                "speedup": s["speedup"]["value"],
+                "speedup_ci_low": s["speedup"]["ci_low"],
+                "speedup_ci_high": s["speedup"]["ci_high"],
+                "predicted_speedup_leviathan": s["predicted_speedup_leviathan"],
+                "predicted_speedup_calibrated": s["predicted_speedup_calibrated"],
+                "acceptance_rate": s["acceptance_rate"]["value"],
+                "per_token_acceptance_iid": s["per_token_acceptance_iid"],
+                "cost_ratio": s["cost_ratio"],
+                "mean_accepted_length": s["mean_accepted_length"]["value"],
+            }
+            for a, s in arms.items()
+            if a != "baseline"
+        ]
+        _publish(
+            root,
+            profile,
+            "k_sweep",
+            {"ks": list(range(1, 9))},
+            rows,
+            {
+                "roles": {"transformer": "k4"},
+                "arms": arms,
+                "ks": list(range(1, 9)),
+                "table": table,
+                "adaptive": {
+                    "k_max": 8,
+                    "k_start": 4,
+                    "mean_k_used": 3.1,
+                    "speedup": arms["adaptive"]["speedup"],
+                    "acceptance_rate": arms["adaptive"]["acceptance_rate"],
+                },
+                "headline": {
+                    "best_k_measured": 3,
+                    "best_speedup_measured": 1.4,
+                    "best_k_predicted": 3,
+                    "adaptive_speedup": 1.3,
+                },
+            },
+        )
+    if want("sampling"):
+        rows, table, by_t, dist = [], [], {}, {}
+        for t in (0.7, 1.0):
+            cell = []
+            for i in range(N_PROMPTS):
+                cell.append(
+                    _row(i, "baseline", "none", 0, 20, 0, 0.01, 0, rng, cell={"temperature": t})
+                )
+                cell.append(
+                    _row(i, "self", "self", K, 20, 0.5, 0.01, 0.3, rng, cell={"temperature": t})
+                )
+            rows += cell
+            arms = _summarize(cell)
+            by_t[str(t)] = {"arms": arms}
+            for a, s in arms.items():
+                table.append(
+                    {
+                        "temperature": t,
+                        "method": a,
+                        "speedup": s.get("speedup", {}).get("value"),
+                        "speedup_ci_low": s.get("speedup", {}).get("ci_low"),
+                        "speedup_ci_high": s.get("speedup", {}).get("ci_high"),
+                        "acceptance_rate": s.get("acceptance_rate", {}).get("value"),
+                        "mean_accepted_length": s.get("mean_accepted_length", {}).get("value"),
+                        "tokens_per_s": s["tokens_per_s"]["median"],
+                    }
+                )
+            chk = {
+                "tvd": 0.05,
+                "tvd_mean_per_prompt": 0.08,
+                "chi2": 30.0,
+                "dof": 28,
+                "p_value": 0.36,
+            }
+            dist[str(t)] = {
+                "n_samples_per_prompt": 200,
+                "n_prompts": 4,
+                "speculative": chk,
+                "baseline": {**chk, "p_value": 0.52},
+            }
+        _publish(
+            root,
+            profile,
+            "sampling",
+            {"temperatures": [0.7, 1.0]},
+            rows,
+            {
+                "roles": {"transformer": "self"},
+                "by_temperature": by_t,
+                "table": table,
+                "distribution_check": dist,
+                "headline": {},
+            },
+        )
+    if want("peers"):
+        rows = []
+        for i in range(N_PROMPTS):
+            for m, d, k, a, c in (
+                ("baseline", "none", 0, 0, 0),
+                ("ngram", "ngram", K, 0.3, 0.01),
+                ("self", "self", K, 0.65, 0.3),
+                ("hf_greedy", "hf:greedy", 0, 0, 0),
+                ("hf_assisted", "hf:assisted", 0, 0, 0),
+            ):
+                rows.append(_row(i, m, d, k, 20, a, 0.01 if m != "hf_assisted" else 0.007, c, rng))
+        arms = _summarize(rows)
+        table = [
+            {
+                "method": a,
+                "implementation": "hf" if a.startswith("hf") else "ours",
+                "tokens_per_s": s["tokens_per_s"]["median"],
+                "tokens_per_s_ci_low": s["tokens_per_s"]["ci_low"],
+                "tokens_per_s_ci_high": s["tokens_per_s"]["ci_high"],
+                "speedup": s.get("speedup", {}).get("value"),
+                "speedup_ci_low": s.get("speedup", {}).get("ci_low"),
+                "speedup_ci_high": s.get("speedup", {}).get("ci_high"),
+                "speedup_vs_hf_greedy": 1.0,
+                "identical_to_baseline": 1.0,
+                "identical_to_hf_greedy": 1.0,
+            }
+            for a, s in arms.items()
+        ]
+        _publish(
+            root,
+            profile,
+            "peers",
+            {},
+            rows,
+            {
+                "roles": {"transformer": "self", "ngram": "ngram"},
+                "arms": arms,
+                "table": table,
+                "peers_available": True,
+                "peers_error": None,
+                "headline": {},
+            },
+        )
+    if notebooks:
+        nbdir = root / profile / "notebooks"
+        nbdir.mkdir(parents=True, exist_ok=True)
+        for nb_name, dirs in report.NOTEBOOKS.items():
+            if only is not None and not set(dirs) & only:
+                continue
+            nb = nbformat.v4.new_notebook()
+            nb.metadata["kernelspec"] = {
+                "name": "specdec",
+                "display_name": "specdec",
+                "language": "python",
+            }
+            code = nbformat.v4.new_code_cell("raise RuntimeError('re-executed by the book')")
+            code.outputs = [nbformat.v4.new_output("stream", name="stdout", text="stored\n")]
+            empty = nbformat.v4.new_code_cell("import os  # no output")
+            nb.cells = [nbformat.v4.new_markdown_cell(f"# {nb_name}\n\nSynthetic."), empty, code]
+            nbformat.write(nb, nbdir / f"{nb_name}.ipynb")
+    return root / profile
+
+
+# --------------------------------------------------------------------------------------------
+# report.py on synthetic results (fast)
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    root = tmp_path_factory.mktemp("results")
+    write_synthetic(root, "synthetic")
+    write_synthetic(root, "partial", only={"baseline", "bigram"})
+    return root
+
+
+def test_earlier_study_is_one_divisor():
+    er = report.earlier_recomputed()
+    assert bool(er["matches_printed"].all())
+    t = er.set_index(["strategy", "context"])["one_baseline_speedup"]
+    assert round(t[("transformer draft", 10)], 2) == 1.83
+    assert round(t[("transformer draft", 100)], 2) == 1.01
+    assert report.earlier_baseline_time() == pytest.approx(273.80)
+
+
+def test_load_profile_and_missing(synthetic):
+    full = report.load_profile("synthetic", synthetic)
+    assert full.has(*report.EXPERIMENTS)
+    part = report.load_profile("partial", synthetic)
+    assert part.has("baseline", "bigram") and not part.has("context_sweep")
+    assert "context_sweep" in report.missing_note(part, "context_sweep")
+    assert report.load_profile("nothing", synthetic).empty
+    assert report.profiles_with_results(synthetic, include=["synthetic"]) == ["synthetic"]
+
+
+def test_tables(synthetic):
+    p = report.load_profile("synthetic", synthetic)
+    t = report.study_table(p)
+    assert t is not None and t.iloc[0]["strategy"] == "baseline autoregressive"
+    assert len(t) == 2 + len(CONTEXTS)
+    assert set(t["context"]) >= {str(c) for c in CONTEXTS}
+    for fn in (
+        report.headline_table,
+        report.k_sweep_table,
+        report.sampling_table,
+        report.peers_table,
+        report.identity_table,
+        report.env_table,
+        report.config_table,
+    ):
+        df = fn(p)
+        assert df is not None and len(df), fn.__name__
+        assert "|" in report.md_table(df)
+    part = report.load_profile("partial", synthetic)
+    assert report.study_table(part) is not None  # falls back to the single-context runs
+    assert report.k_sweep_table(part) is None
+
+
+def test_verdicts_from_numbers(synthetic):
+    p = report.load_profile("synthetic", synthetic)
+    vs = {v.key: v for v in report.verdicts(p)}
+    assert set(vs) == {"H1", "H2", "H3", "H4"}
+    assert all(v.label in report.LABELS for v in vs.values())
+    # the synthetic world: recomputation grows ~linearly, the baseline grows, no divergence
+    assert vs["H1"].label == "supported"
+    assert vs["H2"].label == "supported"
+    assert vs["H3"].label == "not supported"
+    for v in vs.values():
+        assert v.text and "nan" not in v.text.lower()
+    part = report.load_profile("partial", synthetic)
+    labels = {v.key: v.label for v in report.verdicts(part)}
+    assert labels == dict.fromkeys(("H1", "H2", "H3", "H4"), "not tested")
+
+
+def test_ci_arithmetic():
+    g = pd.DataFrame(
+        {
+            "prompt": [0, 0, 1, 1, 2, 2],
+            "method": ["baseline"] * 6,
+            "context": [10, 100] * 3,
+            "wall_s": [1.0, 2.0, 1.0, 2.0, 2.0, 4.0],
+            "new_tokens": [10] * 6,
+            "accepted": [5, 4] * 3,
+            "proposed": [10] * 6,
+        }
+    )
+    d = report.growth(g, "baseline", 10, 100)
+    assert d["value"] == pytest.approx(2.0) and d["ci_low"] == pytest.approx(2.0)
+    a = report.acceptance_change(g, "baseline", 10, 100)
+    assert a["value"] == pytest.approx(-0.1)
+    assert report.ci({"value": 1.234, "ci_low": 1.1, "ci_high": 1.3}) == "1.23 [1.10, 1.30]"
+    assert report.ci_pct({"value": 0.5, "ci_low": 0.4, "ci_high": 0.6}) == "50.0% [40.0, 60.0]"
+    assert report.num(None) == "n/a" and report.pct(float("nan")) == "n/a"
+
+
+def test_figures(synthetic):
+    p = report.load_profile("synthetic", synthetic)
+    part = report.load_profile("partial", synthetic)
+    figs = [
+        report.fig_acceptance_vs_context,
+        report.fig_speedup_vs_context,
+        report.fig_baseline_growth,
+        report.fig_prompt_confound,
+        report.fig_measured_vs_predicted,
+        report.fig_position_acceptance,
+        report.fig_accepted_histogram,
+        report.fig_time_split,
+        report.fig_divergence_margins,
+    ]
+    for fn in figs:
+        assert fn(p) is not None, fn.__name__
+    assert report.fig_earlier_study() is not None
+    assert report.fig_speedup_vs_context(part) is None
+    assert report.fig_position_acceptance(part) is not None
+
+
+# --------------------------------------------------------------------------------------------
+# real builds
+
+
+def _build(tmp_path: Path, profile: str, results: Path, *extra: str) -> subprocess.CompletedProcess:
+    work = tmp_path / "book"
+    return subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "book" / "build.py"),
+            "--profile",
+            profile,
+            "--results",
+            str(results),
+            "--workdir",
+            str(work),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+
+
+def _html(tmp_path: Path, page: str) -> str:
+    return (tmp_path / "book" / "_build" / "html" / f"{page}.html").read_text(encoding="utf-8")
+
+
+def test_build_synthetic_partial(tmp_path):
+    """A profile with only two experiments builds with -W: chapters degrade to notes, missing
+    notebooks become placeholders, and stored notebooks are not re-executed."""
+    results = tmp_path / "results"
+    write_synthetic(results, "partial", only={"baseline", "bigram"})
+    proc = _build(tmp_path, "partial", results)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert "stored" in _html(tmp_path, "book/experiments/01_baseline")  # output kept, not re-run
+    assert "has not been run" in _html(tmp_path, "book/experiments/04_context_sweep")
+    paradox = _html(tmp_path, "book/paradox")
+    assert "not tested" in paradox and "273.80" in paradox
+    strict = _build(tmp_path, "partial", results, "--strict")
+    assert strict.returncode != 0
+
+
+def _smoke_results(tmp_path: Path) -> Path:
+    """Smoke results to build from: $SPECDEC_SMOKE_RESULTS or results/ when they hold a smoke
+    profile, else the smoke batch run here with papermill (about two minutes)."""
+    for cand in (os.environ.get("SPECDEC_SMOKE_RESULTS"), ROOT / "results"):
+        if cand and not report.load_profile("smoke", Path(cand)).empty:
+            return Path(cand)
+    pm = pytest.importorskip("papermill")
+    results = tmp_path / "smoke-results"
+    out = results / "smoke" / "notebooks"
+    out.mkdir(parents=True)
+    for nb in report.NOTEBOOKS:
+        pm.execute_notebook(
+            str(ROOT / "notebooks" / f"{nb}.ipynb"),
+            str(out / f"{nb}.ipynb"),
+            parameters={"profile": "smoke", "results_dir": str(results)},
+            kernel_name="python3",
+            cwd=str(ROOT),
+            progress_bar=False,
+        )
+    return results
+
+
+@pytest.mark.slow
+def test_build_smoke_results(tmp_path, monkeypatch):
+    """The book builds with -W from the real smoke profile (what CI builds)."""
+    if not (ROOT / "notebooks" / "01_baseline.ipynb").is_file():
+        pytest.skip("no experiment notebooks in this checkout")
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    results = _smoke_results(tmp_path)
+    proc = _build(tmp_path, "smoke", results)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    for page in ("book/intro", "book/math", "book/paradox", "book/results", "book/reproducibility"):
+        assert "Traceback" not in _html(tmp_path, page)
+    for nb in report.NOTEBOOKS:
+        assert "has not been run" not in _html(tmp_path, f"book/experiments/{nb}")
+
+
+if __name__ == "__main__":
+    out = write_synthetic(Path(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else "synthetic")
+    print(out)

@@ -1,0 +1,69 @@
+# The study's batch. `make evaluate` runs every experiment notebook with papermill for one
+# profile (embedded unless PROFILE= says otherwise), then builds the book.
+#
+#   make setup                       .venv with the pinned requirements and a `specdec` kernel
+#   make download                    hub weights + the full WikiText-2 where the hub is reachable;
+#                                    always builds the embedded model's local cache
+#   make evaluate [PROFILE=embedded] [RESULTS_DIR=results] [FORCE=0|1]
+#   make book [PROFILE=...]          the Jupyter Book from the result files (runs no experiment)
+#   make test | make lint | make notebooks (regenerate notebooks/*.ipynb)
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.specdec-setup
+KERNEL := specdec
+
+PROFILE ?= embedded
+RESULTS_DIR ?= results
+FORCE ?= 0
+FORCE_PY := $(if $(filter 1 true True yes,$(FORCE)),True,False)
+# the committed embedded results must be complete: no placeholder pages
+BOOK_FLAGS ?= $(if $(filter embedded,$(PROFILE)),--strict,)
+
+# W&B: offline (local files) unless WANDB_API_KEY is set; WANDB_MODE=disabled turns it off.
+WANDB_MODE ?= offline
+export WANDB_MODE
+export TOKENIZERS_PARALLELISM ?= false
+export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH),)
+
+NOTEBOOKS := 01_baseline 02_bigram 03_transformer_draft 04_context_sweep 05_k_sweep \
+             06_sampling 07_peers
+OUT_NB := $(RESULTS_DIR)/$(PROFILE)/notebooks
+
+.PHONY: setup download evaluate book test lint notebooks clean-smoke
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (specdec)"
+	touch $@
+
+download: setup
+	$(PY) -m specdec_lib.study download
+
+evaluate: setup
+	@mkdir -p $(OUT_NB)
+	@start=$$(date +%s); \
+	for nb in $(NOTEBOOKS); do \
+	  echo "== $$nb ($(PROFILE))"; \
+	  $(VENV)/bin/papermill notebooks/$$nb.ipynb $(OUT_NB)/$$nb.ipynb -k $(KERNEL) --cwd . \
+	    -p profile $(PROFILE) -p results_dir $(RESULTS_DIR) -p force $(FORCE_PY) \
+	    --log-output --no-progress-bar || exit 1; \
+	done; \
+	echo "== notebooks done in $$(( $$(date +%s) - start )) s"
+	$(MAKE) --no-print-directory book
+
+book: setup
+	$(PY) book/build.py --profile $(PROFILE) --results $(RESULTS_DIR) $(BOOK_FLAGS)
+
+test: setup
+	$(PY) -m pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+notebooks: setup
+	$(PY) notebooks/make_notebooks.py

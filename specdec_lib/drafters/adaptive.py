@@ -1,0 +1,46 @@
+"""An adaptive draft length around any drafter: grow K after full acceptance, shrink it after an
+early rejection.
+
+The schedule only changes how many tokens are proposed; every draft still goes through the same
+verifier, so the output is exactly what the verifier would emit for any draft (lossless: greedy
+output equals greedy decoding, and sampled tokens follow the target's distribution). K starts at
+`k_start` for every sequence and stays in [k_min, k_max]; the decode loop's own K caps it too.
+Knows nothing about models or the verifier.
+"""
+
+from __future__ import annotations
+
+from specdec_lib.drafters.base import Draft, Drafter
+from specdec_lib.errors import SpecdecError
+
+
+class AdaptiveDrafter(Drafter):
+    name = "adaptive"
+
+    def __init__(self, inner: Drafter, *, k_start: int = 4, k_min: int = 1, k_max: int = 8):
+        if not 1 <= k_min <= k_start <= k_max:
+            raise SpecdecError(
+                f"adaptive K needs 1 <= k_min <= k_start <= k_max, got {k_min}, {k_start}, {k_max}"
+            )
+        self.inner = inner
+        self.k_start, self.k_min, self.k_max = k_start, k_min, k_max
+        self.k = k_start
+        self.trace: list[int] = []  # the K in force at each proposal of the current sequence
+
+    def begin(self, prompt: list[int]) -> None:
+        self.k = self.k_start
+        self.trace = []
+        self.inner.begin(prompt)
+
+    def propose(self, seq, k, sampling, generator) -> Draft:
+        k_now = min(k, self.k)
+        self.trace.append(k_now)
+        return self.inner.propose(seq, k_now, sampling, generator)
+
+    def observe(self, seq: list[int], n_proposed: int, n_accepted: int) -> None:
+        if n_proposed:
+            if n_accepted == n_proposed and n_proposed >= self.k:
+                self.k = min(self.k + 1, self.k_max)  # the whole draft was taken: try longer
+            elif 2 * n_accepted < n_proposed:
+                self.k = max(self.k - 1, self.k_min)  # rejected in its first half: shorter
+        self.inner.observe(seq, n_proposed, n_accepted)

@@ -1,0 +1,1606 @@
+"""The study's experiments, as functions the notebooks call: profile -> arms -> result files.
+
+A notebook does `S = study.setup(profile, results_dir=..., force=...)` and then one of the
+`run_*` functions, each of which builds its config from the profile alone, returns the stored
+result when one exists for the same config hash (unless forced or FORCE=1), and otherwise loads
+the target (once per process), builds the arms, runs them paired and interleaved per prompt
+(`experiments.run_paired`), summarizes, draws the figures (`plots`) and publishes the directory
+atomically (`experiments.publish`). The layout and every key are documented in
+`results/SCHEMA.md`.
+
+The target named `tiny-random` is a tiny random-init Gemma 3 with a word-level tokenizer built
+offline from the bundled WikiText-2, so the smoke profile runs the real pipeline on real text in
+seconds without any download.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import yaml
+from tqdm.auto import tqdm
+
+from specdec_lib.experiments import (
+    BASELINE,
+    Arm,
+    ExperimentResult,
+    Method,
+    ResultStore,
+    ci_dict,
+    load_result,
+    publish,
+    run_paired,
+    summarize,
+)
+from specdec_lib.metrics import bootstrap_ci, paired_speedup
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILES = ROOT / "profiles"
+SPLIT_SEED = 0  # the fit/eval article split; generate.fit_ids_for fits the bigram on seed 0 too
+WANDB_PROJECT = "specdec"
+TINY = "tiny-random"
+
+EXPERIMENTS = {
+    "01_baseline": ["baseline"],
+    "02_bigram": ["bigram"],
+    "03_transformer_draft": ["transformer_draft"],
+    "04_context_sweep": ["context_sweep", "context_sweep_nocache", "agreement"],
+    "05_k_sweep": ["k_sweep"],
+    "06_sampling": ["sampling"],
+    "07_peers": ["peers"],
+}
+
+
+# --------------------------------------------------------------------------- profiles and setup
+
+
+def load_profile(name: str) -> dict[str, Any]:
+    """profiles/<name>.yaml (or a path to a YAML file) as a dict."""
+    path = Path(name) if name.endswith((".yaml", ".yml")) else PROFILES / f"{name}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in PROFILES.glob("*.yaml"))
+        raise FileNotFoundError(f"no profile {name!r}: known profiles are {known}")
+    prof = yaml.safe_load(path.read_text(encoding="utf-8"))
+    prof.setdefault("name", path.stem)
+    return prof
+
+
+@dataclass
+class Study:
+    profile: dict[str, Any]
+    results_dir: Path
+    force: bool = False
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return str(self.profile["name"])
+
+    @property
+    def store(self) -> ResultStore:
+        return ResultStore(self.results_dir, self.name)
+
+    def exp(self, experiment: str) -> dict[str, Any]:
+        """The profile's section for an experiment, with the notebook's overrides applied."""
+        sec = dict(self.profile.get("experiments", {}).get(experiment, {}))
+        for key, value in self.overrides.items():
+            if value not in (None, 0, "") and key in sec:
+                sec[key] = value
+        return sec
+
+
+def setup(
+    profile: str = "embedded",
+    *,
+    results_dir: str = "results",
+    force: bool = False,
+    overrides: dict[str, Any] | None = None,
+) -> Study:
+    """The study context of a notebook. A relative results_dir is relative to the repository."""
+    prof = load_profile(profile)
+    rd = Path(results_dir)
+    if not rd.is_absolute():
+        rd = ROOT / rd
+    force = bool(force) or os.environ.get("FORCE", "0") not in ("", "0", "false", "False")
+    torch.manual_seed(int(prof.get("seed", 0)))
+    if prof.get("threads"):
+        torch.set_num_threads(int(prof["threads"]))
+    return Study(prof, rd, force, dict(overrides or {}))
+
+
+def base_config(S: Study, experiment: str) -> dict[str, Any]:
+    p = S.profile
+    return {
+        "experiment": experiment,
+        "profile": S.name,
+        "target": p["target"],
+        "dtype": p.get("dtype", "auto"),
+        "device": p.get("device", "auto"),
+        "data_source": p.get("data_source", "auto"),
+        "seed": int(p.get("seed", 0)),
+        "split_seed": SPLIT_SEED,
+        "k": int(p.get("k", 4)),
+        "warmup": int(p.get("warmup", 1)),
+    }
+
+
+def arm_name(spec: str) -> str:
+    """A short arm name for a drafter spec: model:google/gemma-3-1b-pt -> gemma-3-1b-pt."""
+    if spec.startswith("model:"):
+        return Path(spec.split(":", 1)[1].rstrip("/")).name
+    return spec.split(":", 1)[0]  # self:L:KEEP -> self (the spec stays in the arm's "draft")
+
+
+def roles(S: Study) -> dict[str, str]:
+    d = S.profile["drafts"]
+    return {role: arm_name(spec) for role, spec in d.items() if isinstance(spec, str)}
+
+
+def transformer_specs(S: Study) -> dict[str, str]:
+    """Arm name -> spec of the transformer drafts of 03 (the main one first)."""
+    d = S.profile["drafts"]
+    out = {arm_name(d["transformer"]): d["transformer"]}
+    for spec in d.get("extra_transformers", []) or []:
+        out[arm_name(spec)] = spec
+    return out
+
+
+# --------------------------------------------------------------------------- models and drafters
+
+_MODELS: dict[tuple[str, str, str], Any] = {}
+_DRAFTERS: dict[tuple[Any, ...], Any] = {}
+
+
+def load_target(S: Study, dtype: str | None = None):
+    """The profile's target as a LoadedModel, loaded once per process per dtype."""
+    name = S.profile["target"]
+    dtype = dtype or S.profile.get("dtype", "auto")
+    device = S.profile.get("device", "auto")
+    key = (name, dtype, device)
+    if key not in _MODELS:
+        if name == TINY:
+            _MODELS[key] = tiny_random_model(dtype, **S.profile.get("tiny", {}))
+        else:
+            from specdec_lib.models import load_model
+
+            _MODELS[key] = load_model(name, dtype=dtype, device=device)
+    return _MODELS[key]
+
+
+def _recached(drafter, use_cache: bool):
+    """A model drafter sharing the same weights with a KV cache on or off."""
+    from specdec_lib.cache import CachedLM
+    from specdec_lib.drafters import ModelDrafter
+
+    if not isinstance(drafter, ModelDrafter) or drafter.lm.use_cache == use_cache:
+        return drafter
+    new = copy.copy(drafter)
+    new.lm = CachedLM(drafter.lm.model, use_cache=use_cache, vocab_size=drafter.lm.vocab_size)
+    return new
+
+
+def get_drafter(S: Study, loaded, spec: str, *, use_cache: bool = True, k_max: int = 8):
+    """A drafter for spec (cached per target, spec and cache setting). `adaptive:SPEC` wraps
+    SPEC in the adaptive-K schedule."""
+    from specdec_lib.drafters import build_drafter
+    from specdec_lib.generate import fit_ids_for
+
+    key = (id(loaded), spec, use_cache, k_max if spec.startswith("adaptive:") else None)
+    if key in _DRAFTERS:
+        return _DRAFTERS[key]
+    if spec.startswith("adaptive:"):
+        from specdec_lib.drafters.adaptive import AdaptiveDrafter
+
+        ad = S.profile.get("experiments", {}).get("k_sweep", {}).get("adaptive", {})
+        inner = get_drafter(S, loaded, spec.split(":", 1)[1], use_cache=use_cache)
+        d = AdaptiveDrafter(
+            inner,
+            k_start=int(ad.get("k_start", 4)),
+            k_min=int(ad.get("k_min", 1)),
+            k_max=k_max,
+        )
+    else:
+        base_key = (id(loaded), spec, True, None)
+        if not use_cache and base_key in _DRAFTERS:
+            d = _recached(_DRAFTERS[base_key], False)
+        else:
+            d = build_drafter(
+                spec,
+                loaded,
+                fit_ids=lambda: fit_ids_for(
+                    loaded.tokenizer, S.profile.get("data_source", "auto"), SPLIT_SEED
+                ),
+                dtype=S.profile.get("dtype", "auto"),
+                device=S.profile.get("device", "auto"),
+                use_cache=use_cache,
+            )
+    _DRAFTERS[key] = d
+    return d
+
+
+def make_arm(S: Study, loaded, name: str, spec: str, k: int, *, use_cache: bool = True) -> Arm:
+    from specdec_lib.generate import Generator
+
+    drafter = get_drafter(S, loaded, spec, use_cache=use_cache, k_max=k)
+    gen = Generator.from_loaded(
+        loaded,
+        drafter,
+        dtype=S.profile.get("dtype", "auto"),
+        device=S.profile.get("device", "auto"),
+        use_cache=use_cache,
+        data_source=S.profile.get("data_source", "auto"),
+    )
+    return Arm(Method(name, spec, k, use_cache), gen)
+
+
+def build_arms(
+    S: Study, loaded, specs: dict[str, str], k: int, *, use_cache: bool = True
+) -> list[Arm]:
+    """The baseline first, then one arm per (name -> spec)."""
+    arms = [make_arm(S, loaded, BASELINE, "none", k, use_cache=use_cache)]
+    for name, spec in specs.items():
+        arms.append(make_arm(S, loaded, name, spec, k, use_cache=use_cache))
+    return arms
+
+
+# --------------------------------------------------------------------------- tiny random target
+
+
+def tiny_random_model(
+    dtype: str = "float64",
+    *,
+    vocab: int = 2048,
+    hidden: int = 64,
+    layers: int = 4,
+    heads: int = 2,
+    seed: int = 0,
+):
+    """A random-init Gemma 3 (a few layers, 64 wide) with a word-level tokenizer over the most
+    frequent words of the bundled WikiText-2 test split; offline and instant."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig, PreTrainedTokenizerFast
+
+    from specdec_lib.models import LoadedModel
+
+    text = (ROOT / "data" / "wikitext-2-raw" / "wiki.test.raw").read_text(encoding="utf-8")
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>"]
+    words = [w for w, _ in Counter(text.split()).most_common(vocab - len(specials))]
+    table = {w: i for i, w in enumerate(specials + words)}
+    tok = Tokenizer(models.WordLevel(table, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.post_processor = processors.TemplateProcessing(
+        single="<bos> $A", special_tokens=[("<bos>", table["<bos>"])]
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<bos>",
+        eos_token="<eos>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+    )
+    kinds = ["sliding_attention", "full_attention"]
+    cfg = Gemma3TextConfig(
+        vocab_size=len(table),
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=1,
+        head_dim=hidden // heads,
+        query_pre_attn_scalar=hidden // heads,
+        sliding_window=32,
+        layer_types=[kinds[i % 2] for i in range(layers)],
+        max_position_embeddings=4096,
+        initializer_range=0.2,  # with untied embeddings: continuations that vary
+        tie_word_embeddings=False,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=2,
+        attn_implementation="sdpa",  # eager softmaxes in float32 even for float64 weights
+    )
+    torch.manual_seed(seed)
+    tdtype = {"float64": torch.float64, "float32": torch.float32, "auto": torch.float64}.get(
+        dtype, torch.float64
+    )
+    model = Gemma3ForCausalLM(cfg).to(tdtype).eval()
+    return LoadedModel(
+        model=model,
+        tokenizer=tokenizer,
+        name=TINY,
+        dtype=tdtype,
+        device=torch.device("cpu"),
+        vocab_size=len(table),
+    )
+
+
+# --------------------------------------------------------------------------- data and prompts
+
+_CORPUS: dict[str, Any] = {}
+
+
+def eval_articles(S: Study):
+    from specdec_lib.data import load_wikitext, split_articles
+
+    src = S.profile.get("data_source", "auto")
+    if src not in _CORPUS:
+        _CORPUS[src] = split_articles(load_wikitext(src), seed=SPLIT_SEED)[1]
+    return _CORPUS[src]
+
+
+def prompts_for(
+    S: Study,
+    loaded,
+    n: int,
+    context: int,
+    *,
+    anchor_min: int | None = None,
+    continuation_tokens: int = 0,
+):
+    from specdec_lib.data import make_prompts
+
+    return make_prompts(
+        loaded.tokenizer,
+        eval_articles(S),
+        n,
+        context,
+        int(S.profile.get("seed", 0)),
+        anchor_min=anchor_min,
+        continuation_tokens=continuation_tokens,
+    )
+
+
+# --------------------------------------------------------------------------- running, publishing
+
+
+@dataclass
+class Run:
+    """What one experiment function hands to `_publish`."""
+
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any]
+    figures: Callable[[Path], None] | None = None
+    extra: dict[str, Any] | None = None
+
+
+def _numeric(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def cached(S: Study, experiment: str, config: dict[str, Any]) -> ExperimentResult | None:
+    if not S.force and S.store.done(experiment, config):
+        print(f"{experiment}: reusing {rel(S.store.dir(experiment))} (same config; force to redo)")
+        return load_result(S.store.dir(experiment))
+    return None
+
+
+def execute(
+    S: Study,
+    experiment: str,
+    config: dict[str, Any],
+    compute: Callable[[Callable[[dict[str, Any]], None]], Run],
+) -> ExperimentResult:
+    """Reuse the stored result for this config, or compute, track and publish it."""
+    hit = cached(S, experiment, config)
+    if hit is not None:
+        return hit
+    from specdec_lib.tracking import Tracker, environment
+
+    tracker = Tracker(WANDB_PROJECT, f"{S.name}/{experiment}", config, dir=ROOT)
+    t0 = time.perf_counter()
+    try:
+        run = compute(lambda row: tracker.log(_numeric(row)))
+        wall = time.perf_counter() - t0
+        summary = {
+            "experiment": experiment,
+            "profile": S.name,
+            "roles": roles(S),
+            **run.summary,
+        }
+        loaded = load_target(S)
+        env = environment(
+            device=str(next(loaded.model.parameters()).device),
+            dtype=str(loaded.dtype).removeprefix("torch."),
+        )
+        env["profile_dtype"] = config["dtype"]
+        env["wall_s_experiment"] = wall
+        path = publish(S.store, experiment, config, env, run.rows, summary, run.figures, run.extra)
+        tracker.summary(_flat(summary.get("headline", {})))
+    finally:
+        tracker.finish()
+    print(f"{experiment}: {wall:.1f} s, written to {rel(path)}")
+    return load_result(path)
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flat(v, key + "/"))
+        elif isinstance(v, (int, float, str, bool)) or v is None:
+            out[key] = v
+    return out
+
+
+def _v(x: Any) -> float | None:
+    """The point value of a {value|median, ci_low, ci_high} dict (or a plain number)."""
+    if isinstance(x, dict):
+        return x.get("value", x.get("median"))
+    return x
+
+
+def headline_pair(arms: dict[str, Any], arm: str) -> dict[str, Any]:
+    s = arms[arm]
+    return {
+        "arm": arm,
+        "speedup": s.get("speedup"),
+        "acceptance_rate": s.get("acceptance_rate"),
+        "mean_accepted_length": s.get("mean_accepted_length"),
+        "identical_fraction": s.get("identical_fraction"),
+        "tokens_per_s": s.get("tokens_per_s"),
+        "baseline_tokens_per_s": arms[BASELINE]["tokens_per_s"],
+        "n_prompts": s.get("n_prompts"),
+    }
+
+
+def paired(
+    arms: list[Arm],
+    prompts: Sequence[Any],
+    *,
+    max_new_tokens: int,
+    warmup: int,
+    sampling=None,
+    progress: str,
+    on_row: Callable[[dict[str, Any]], None],
+    extra_cols: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    from specdec_lib.config import SamplingConfig
+
+    def hook(row: dict[str, Any]) -> None:
+        if extra_cols:
+            for key, value in extra_cols.items():
+                row[key] = value
+        on_row(row)
+
+    return run_paired(
+        arms,
+        prompts,
+        max_new_tokens=max_new_tokens,
+        sampling=sampling or SamplingConfig(),
+        warmup=warmup,
+        progress=progress,
+        on_row=hook,
+    )
+
+
+def pair_figures(summary_arms: dict[str, Any], rows: list[dict[str, Any]]):
+    from specdec_lib import plots
+
+    def draw(d: Path) -> None:
+        plots.speedup_bars(summary_arms, d / "speedup.png")
+        plots.position_acceptance(summary_arms, d / "position_acceptance.png")
+        plots.accepted_histogram(summary_arms, d / "accepted_histogram.png")
+        plots.time_split(rows, d / "time_split.png")
+
+    return draw
+
+
+# --------------------------------------------------------------------------- 01 .. 03
+
+
+def single_config(S: Study, experiment: str, arms: dict[str, str]) -> dict[str, Any]:
+    e = S.exp(experiment)
+    return {
+        **base_config(S, experiment),
+        "n_prompts": int(e["n_prompts"]),
+        "context_tokens": int(e["context_tokens"]),
+        "max_new_tokens": int(e["max_new_tokens"]),
+        "arms": {BASELINE: "none", **arms},
+    }
+
+
+def run_baseline(S: Study) -> ExperimentResult:
+    """01: the KV-cached autoregressive baseline: tokens/s and time per prompt."""
+    cfg = single_config(S, "baseline", {})
+
+    def compute(on_row):
+        from specdec_lib import plots
+
+        loaded = load_target(S)
+        arms = build_arms(S, loaded, {}, cfg["k"])
+        prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
+        rows = paired(
+            arms,
+            prompts,
+            max_new_tokens=cfg["max_new_tokens"],
+            warmup=cfg["warmup"],
+            progress="baseline",
+            on_row=on_row,
+        )
+        sm = summarize(rows)
+        b = sm[BASELINE]
+        headline = {
+            "tokens_per_s": b["tokens_per_s"],
+            "wall_s": b["wall_s"],
+            "s_per_token": b["total_wall_s"] / b["new_tokens"] if b["new_tokens"] else None,
+            "n_prompts": b["n_prompts"],
+            "max_new_tokens": cfg["max_new_tokens"],
+            "context_tokens": cfg["context_tokens"],
+        }
+        return Run(
+            rows,
+            {"arms": sm, "headline": headline},
+            lambda d: plots.tokens_per_s(rows, d / "tokens_per_s.png"),
+        )
+
+    return execute(S, "baseline", cfg, compute)
+
+
+def run_pair(S: Study, experiment: str, specs: dict[str, str]) -> ExperimentResult:
+    cfg = single_config(S, experiment, specs)
+    return execute(S, experiment, cfg, lambda on_row: _pair(S, cfg, specs, on_row))
+
+
+def _pair(S: Study, cfg: dict[str, Any], specs: dict[str, str], on_row) -> Run:
+    loaded = load_target(S)
+    arms = build_arms(S, loaded, specs, cfg["k"])
+    prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
+    rows = paired(
+        arms,
+        prompts,
+        max_new_tokens=cfg["max_new_tokens"],
+        warmup=cfg["warmup"],
+        progress=cfg["experiment"],
+        on_row=on_row,
+    )
+    sm = summarize(rows)
+    main = next(iter(specs))
+    return Run(rows, {"arms": sm, "headline": headline_pair(sm, main)}, pair_figures(sm, rows))
+
+
+def run_bigram(S: Study) -> ExperimentResult:
+    """02: the bigram drafter against its paired baseline."""
+    return run_pair(S, "bigram", {"bigram": S.profile["drafts"]["bigram"]})
+
+
+def run_transformer_draft(S: Study) -> ExperimentResult:
+    """03: the transformer draft(s) against the paired baseline, and greedy token identity of
+    the main draft per dtype (the profile's dtype and e.g. float32)."""
+    specs = transformer_specs(S)
+    cfg = single_config(S, "transformer_draft", specs)
+    ident = S.exp("transformer_draft").get("identity", {}) or {}
+    cfg["identity"] = {
+        "dtypes": list(ident.get("dtypes", [])),
+        "n_prompts": int(ident.get("n_prompts", 0)),
+        "max_new_tokens": int(ident.get("max_new_tokens", 0)),
+    }
+
+    def compute(on_row):
+        run = _pair(S, cfg, specs, on_row)
+        main = next(iter(specs))
+        by_dtype = {}
+        id_rows: list[dict[str, Any]] = []
+        main_dtype = str(load_target(S).dtype).removeprefix("torch.")
+        for dt_name in [main_dtype, *cfg["identity"]["dtypes"]]:
+            if dt_name in by_dtype:
+                continue
+            if dt_name == main_dtype:
+                rows = [r for r in run.rows if r["method"] == main]
+            else:
+                if not cfg["identity"]["n_prompts"]:
+                    continue
+                loaded = load_target(S, dtype=dt_name)
+                arms = [
+                    make_arm(S, loaded, BASELINE, "none", cfg["k"]),
+                    make_arm(S, loaded, main, specs[main], cfg["k"]),
+                ]
+                prompts = prompts_for(
+                    S, loaded, cfg["identity"]["n_prompts"], cfg["context_tokens"]
+                )
+                rows = paired(
+                    arms,
+                    prompts,
+                    max_new_tokens=cfg["identity"]["max_new_tokens"],
+                    warmup=cfg["warmup"],
+                    progress=f"identity {dt_name}",
+                    on_row=on_row,
+                    extra_cols={"dtype": dt_name},
+                )
+                id_rows += rows
+                rows = [r for r in rows if r["method"] == main]
+            by_dtype[dt_name] = {
+                "dtype": dt_name,
+                "n_prompts": len(rows),
+                "max_new_tokens": max((r["new_tokens"] for r in rows), default=0),
+                "identical_fraction": float(np.mean([bool(r["identical"]) for r in rows]))
+                if rows
+                else None,
+                "divergence_positions": [
+                    r["divergence_pos"] for r in rows if r["divergence_pos"] is not None
+                ],
+                "divergence_margins": [
+                    r["divergence_margin"] for r in rows if r["divergence_margin"] is not None
+                ],
+            }
+        run.summary["identity_by_dtype"] = by_dtype
+        run.extra = {"identity.csv": id_rows} if id_rows else None
+        return run
+
+    return execute(S, "transformer_draft", cfg, compute)
+
+
+# --------------------------------------------------------------------------- 04 context sweep
+
+
+def sweep_config(S: Study, experiment: str) -> dict[str, Any]:
+    e = S.exp(experiment)
+    d = S.profile["drafts"]
+    specs = {arm_name(d["bigram"]): d["bigram"], arm_name(d["transformer"]): d["transformer"]}
+    return {
+        **base_config(S, experiment),
+        "contexts": [int(c) for c in e["contexts"]],
+        "anchor_min": int(e.get("anchor_min") or max(e["contexts"])),
+        "n_prompts": int(e["n_prompts"]),
+        "max_new_tokens": int(e["max_new_tokens"]),
+        "use_cache": experiment != "context_sweep_nocache",
+        "reference_context": int(e.get("reference_context", 20)),
+        "arms": {BASELINE: "none", **specs},
+    }
+
+
+def run_context_sweep(S: Study, *, use_cache: bool = True) -> ExperimentResult:
+    """04: time, speedup and acceptance per context, each context with its own paired baseline,
+    on the same documents and anchors; plus the earlier study's speedup (one reference-context
+    baseline over every row)."""
+    experiment = "context_sweep" if use_cache else "context_sweep_nocache"
+    cfg = sweep_config(S, experiment)
+
+    def compute(on_row):
+        from specdec_lib import plots
+
+        loaded = load_target(S)
+        specs = {k: v for k, v in cfg["arms"].items() if k != BASELINE}
+        arms = build_arms(S, loaded, specs, cfg["k"], use_cache=use_cache)
+        rows: list[dict[str, Any]] = []
+        for c in cfg["contexts"]:
+            prompts = prompts_for(S, loaded, cfg["n_prompts"], c, anchor_min=cfg["anchor_min"])
+            rows += paired(
+                arms,
+                prompts,
+                max_new_tokens=cfg["max_new_tokens"],
+                warmup=cfg["warmup"] if c == cfg["contexts"][0] else 0,
+                progress=f"{experiment} context {c}",
+                on_row=on_row,
+                extra_cols={"context": c},
+            )
+        summary = sweep_summary(rows, cfg)
+        return Run(rows, summary, lambda d: plots.context_figures(summary, d))
+
+    return execute(S, experiment, cfg, compute)
+
+
+def sweep_summary(rows: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, Any]:
+    contexts = cfg["contexts"]
+    ref = cfg["reference_context"] if cfg["reference_context"] in contexts else contexts[0]
+    by_context = {}
+    for c in contexts:
+        by_context[str(c)] = {"arms": summarize([r for r in rows if r["context"] == c])}
+
+    def walls(c: int, m: str) -> np.ndarray:
+        rs = sorted(
+            (r for r in rows if r["context"] == c and r["method"] == m), key=lambda r: r["prompt"]
+        )
+        return np.array([r["wall_s"] for r in rs])
+
+    ref_wall = walls(ref, BASELINE)
+    table = []
+    for c in contexts:
+        arms = by_context[str(c)]["arms"]
+        for m, s in arms.items():
+            sp = s.get("speedup") or {}
+            acc = s.get("acceptance_rate") or {}
+            es = paired_speedup(ref_wall, walls(c, m))
+            table.append(
+                {
+                    "context": c,
+                    "method": m,
+                    "draft": s["draft"],
+                    "k": s["k"],
+                    "n_prompts": s["n_prompts"],
+                    "use_cache": cfg["use_cache"],
+                    "total_wall_s": s["total_wall_s"],
+                    "baseline_total_wall_s": arms[BASELINE]["total_wall_s"],
+                    "tokens_per_s": s["tokens_per_s"]["median"],
+                    "tokens_per_s_ci_low": s["tokens_per_s"]["ci_low"],
+                    "tokens_per_s_ci_high": s["tokens_per_s"]["ci_high"],
+                    "speedup": sp.get("value"),
+                    "speedup_ci_low": sp.get("ci_low"),
+                    "speedup_ci_high": sp.get("ci_high"),
+                    "earlier_style_speedup": es[0],
+                    "earlier_style_speedup_ci_low": es[1],
+                    "earlier_style_speedup_ci_high": es[2],
+                    "acceptance_rate": acc.get("value"),
+                    "acceptance_rate_ci_low": acc.get("ci_low"),
+                    "acceptance_rate_ci_high": acc.get("ci_high"),
+                    "mean_accepted_length": _v(s.get("mean_accepted_length")),
+                }
+            )
+    base = [t for t in table if t["method"] == BASELINE]
+    methods = [m for m in cfg["arms"] if m != BASELINE]
+    return {
+        "contexts": contexts,
+        "use_cache": cfg["use_cache"],
+        "by_context": by_context,
+        "table": table,
+        "earlier_style": {
+            "reference_context": ref,
+            "reference_total_wall_s": float(ref_wall.sum()),
+        },
+        "baseline_growth": {
+            "context": [t["context"] for t in base],
+            "total_wall_s": [t["total_wall_s"] for t in base],
+            "s_per_token": [
+                by_context[str(t["context"])]["arms"][BASELINE]["total_wall_s"]
+                / max(by_context[str(t["context"])]["arms"][BASELINE]["new_tokens"], 1)
+                for t in base
+            ],
+        },
+        "headline": {
+            "speedup_at": {
+                m: {str(t["context"]): t["speedup"] for t in table if t["method"] == m}
+                for m in methods
+            },
+            "earlier_style_speedup_at": {
+                m: {
+                    str(t["context"]): t["earlier_style_speedup"] for t in table if t["method"] == m
+                }
+                for m in [BASELINE, *methods]
+            },
+        },
+    }
+
+
+# teacher-forced agreement ------------------------------------------------------------------
+
+
+def draft_predictor(drafter) -> Callable[[list[int]], list[int]]:
+    """predict(ids) -> the drafter's greedy guess after every prefix of ids (-1: no guess)."""
+    from specdec_lib.drafters import BigramDrafter, ModelDrafter, NgramDrafter
+    from specdec_lib.drafters.adaptive import AdaptiveDrafter
+
+    if isinstance(drafter, AdaptiveDrafter):
+        return draft_predictor(drafter.inner)
+    if isinstance(drafter, BigramDrafter):
+        return lambda ids: [drafter.next_of(t) for t in ids]
+    if isinstance(drafter, NgramDrafter):
+        return lambda ids: [(drafter.lookup(ids[: j + 1], 1) or [-1])[0] for j in range(len(ids))]
+    if isinstance(drafter, ModelDrafter):
+        model, vsize, tmap = drafter.lm.model, drafter.lm.vocab_size, drafter.token_map
+
+        def predict(ids: list[int]) -> list[int]:
+            dev = next(model.parameters()).device
+            with torch.inference_mode():
+                logits = model(input_ids=torch.tensor([ids], device=dev), use_cache=False).logits
+            logits = logits[0] if vsize is None else logits[0, :, :vsize]
+            best = logits.argmax(-1)
+            return (tmap[best] if tmap is not None else best).tolist()
+
+        return predict
+    raise TypeError(f"no teacher-forced predictor for {type(drafter).__name__}")
+
+
+def agreements(
+    target_model: torch.nn.Module,
+    predicts: dict[str, Callable[[list[int]], list[int]]],
+    prefix: Sequence[int],
+    continuation: Sequence[int],
+) -> dict[str, float]:
+    """experiments.teacher_forced_agreement for several drafts with one target pass, plus
+    `target_vs_reference`: the target's argmax against the continuation itself."""
+    ids = list(prefix) + list(continuation)
+    dev = next(target_model.parameters()).device
+    with torch.inference_mode():
+        logits = target_model(input_ids=torch.tensor([ids], device=dev), use_cache=False).logits[0]
+    start, end = len(prefix) - 1, len(ids) - 1
+    target_next = logits[start:end].argmax(-1).tolist()
+    out = {}
+    n = len(target_next)
+    for name, predict in predicts.items():
+        guess = predict(ids)[start:end]
+        out[name] = sum(int(a == b) for a, b in zip(target_next, guess, strict=True)) / n
+    out["target_vs_reference"] = (
+        sum(int(a == b) for a, b in zip(target_next, continuation, strict=True)) / n
+    )
+    return out
+
+
+def run_agreement(S: Study) -> ExperimentResult:
+    """04 (timing-free): teacher-forced agreement of each draft with the target along the
+    target's greedy continuation from the largest context, on the same documents and positions
+    at every context."""
+    e = S.exp("agreement")
+    d = S.profile["drafts"]
+    specs = {arm_name(d["bigram"]): d["bigram"], arm_name(d["transformer"]): d["transformer"]}
+    cfg = {
+        **base_config(S, "agreement"),
+        "contexts": [int(c) for c in e["contexts"]],
+        "anchor_min": int(e.get("anchor_min") or max(e["contexts"])),
+        "n_prompts": int(e["n_prompts"]),
+        "continuation_tokens": int(e["continuation_tokens"]),
+        "max_new_tokens": int(e["continuation_tokens"]),
+        "arms": specs,
+    }
+
+    def compute(on_row):
+        from specdec_lib import plots
+        from specdec_lib.config import SamplingConfig, SpecConfig
+
+        loaded = load_target(S)
+        ctxs = cfg["contexts"]
+        predicts = {m: draft_predictor(get_drafter(S, loaded, s)) for m, s in specs.items()}
+        base = make_arm(S, loaded, BASELINE, "none", 1).generator
+        by_c = {
+            c: prompts_for(S, loaded, cfg["n_prompts"], c, anchor_min=cfg["anchor_min"])
+            for c in ctxs
+        }
+        longest = by_c[max(ctxs)]
+        rows: list[dict[str, Any]] = []
+        for i, p in enumerate(tqdm(longest, desc="agreement")):
+            cont = base.generate_ids(
+                list(p.ids), SpecConfig(1, cfg["continuation_tokens"]), SamplingConfig()
+            ).tokens
+            if not cont:
+                continue
+            for c in ctxs:
+                q = by_c[c][i]
+                if (q.article, q.anchor) != (p.article, p.anchor):
+                    raise RuntimeError(
+                        "make_prompts gave different documents or anchors across contexts"
+                    )
+                for name, a in agreements(loaded.model, predicts, q.ids, cont).items():
+                    row = {
+                        "prompt": i,
+                        "article": q.article,
+                        "anchor": q.anchor,
+                        "context": c,
+                        "draft": name,
+                        "agreement": a,
+                        "positions": len(cont),
+                    }
+                    rows.append(row)
+                    on_row(row)
+        summary = agreement_summary(rows, ctxs)
+        return Run(
+            rows, summary, lambda dd: plots.agreement(summary, dd / "agreement_vs_context.png")
+        )
+
+    return execute(S, "agreement", cfg, compute)
+
+
+def agreement_summary(rows: list[dict[str, Any]], contexts: list[int]) -> dict[str, Any]:
+    drafts = list(dict.fromkeys(r["draft"] for r in rows))
+    table, by_draft, headline = [], {}, {}
+    for dname in drafts:
+        by_draft[dname] = {}
+        per: dict[int, dict[int, float]] = {}
+        for c in contexts:
+            vals = {
+                r["prompt"]: r["agreement"]
+                for r in rows
+                if r["draft"] == dname and r["context"] == c
+            }
+            per[c] = vals
+            m, lo, hi = bootstrap_ci(list(vals.values()), stat=np.mean)
+            by_draft[dname][str(c)] = {"mean": m, "ci_low": lo, "ci_high": hi}
+            table.append(
+                {
+                    "context": c,
+                    "draft": dname,
+                    "agreement": m,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "n_prompts": len(vals),
+                }
+            )
+        first, last = per[contexts[0]], per[contexts[-1]]
+        common = sorted(set(first) & set(last))
+        diff = [last[i] - first[i] for i in common]
+        dm, dlo, dhi = bootstrap_ci(diff, stat=np.mean)
+        headline[dname] = {
+            "first": by_draft[dname][str(contexts[0])]["mean"],
+            "last": by_draft[dname][str(contexts[-1])]["mean"],
+            "change": dm,
+            "change_ci_low": dlo,
+            "change_ci_high": dhi,
+        }
+    return {
+        "contexts": contexts,
+        "continuation_tokens": max((r["positions"] for r in rows), default=0),
+        "table": table,
+        "by_draft": by_draft,
+        "headline": headline,
+    }
+
+
+# --------------------------------------------------------------------------- 05 K sweep
+
+
+def run_k_sweep(S: Study) -> ExperimentResult:
+    """05: the transformer draft at K = 1..8 beside Leviathan's predicted speedup, and an
+    adaptive-K schedule."""
+    e = S.exp("k_sweep")
+    spec = S.profile["drafts"]["transformer"]
+    ks = [int(k) for k in e["ks"]]
+    ad = e.get("adaptive", {}) or {}
+    k_max = int(ad.get("k_max", max(ks)))
+    arms_cfg = {f"k{k}": spec for k in ks}
+    arms_cfg["adaptive"] = f"adaptive:{spec}"
+    cfg = {
+        **base_config(S, "k_sweep"),
+        "n_prompts": int(e["n_prompts"]),
+        "context_tokens": int(e["context_tokens"]),
+        "max_new_tokens": int(e["max_new_tokens"]),
+        "ks": ks,
+        "adaptive": {
+            "k_start": int(ad.get("k_start", 4)),
+            "k_min": int(ad.get("k_min", 1)),
+            "k_max": k_max,
+        },
+        "arms": {BASELINE: "none", **arms_cfg},
+    }
+
+    def compute(on_row):
+        from specdec_lib import plots
+        from specdec_lib.theory import best_k, expected_speedup
+
+        loaded = load_target(S)
+        arms = [make_arm(S, loaded, BASELINE, "none", 1)]
+        arms += [make_arm(S, loaded, f"k{k}", spec, k) for k in ks]
+        arms.append(make_arm(S, loaded, "adaptive", f"adaptive:{spec}", k_max))
+        prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
+        rows = paired(
+            arms,
+            prompts,
+            max_new_tokens=cfg["max_new_tokens"],
+            warmup=cfg["warmup"],
+            progress="k sweep",
+            on_row=on_row,
+        )
+        sm = summarize(rows)
+        table = []
+        for k in ks:
+            s = sm[f"k{k}"]
+            sp = s.get("speedup") or {}
+            table.append(
+                {
+                    "k": k,
+                    "method": f"k{k}",
+                    "speedup": sp.get("value"),
+                    "speedup_ci_low": sp.get("ci_low"),
+                    "speedup_ci_high": sp.get("ci_high"),
+                    "predicted_speedup_leviathan": s.get("predicted_speedup_leviathan"),
+                    "predicted_speedup_calibrated": s.get("predicted_speedup_calibrated"),
+                    "acceptance_rate": _v(s.get("acceptance_rate")),
+                    "per_token_acceptance_iid": s.get("per_token_acceptance_iid"),
+                    "cost_ratio": s.get("cost_ratio"),
+                    "mean_accepted_length": _v(s.get("mean_accepted_length")),
+                }
+            )
+        # Leviathan's model with one a and one c for the pair, pooled over the fixed-K arms
+        a_vals = [
+            t["per_token_acceptance_iid"]
+            for t in table
+            if t["per_token_acceptance_iid"] is not None
+        ]
+        c_vals = [t["cost_ratio"] for t in table if t["cost_ratio"] is not None]
+        a_pool = float(np.median(a_vals)) if a_vals else None
+        c_pool = float(np.median(c_vals)) if c_vals else None
+        for t in table:
+            t["predicted_speedup_pooled"] = (
+                expected_speedup(min(max(a_pool, 0.0), 1.0), t["k"], c_pool)
+                if a_pool is not None and c_pool is not None
+                else None
+            )
+        meas = [t for t in table if t["speedup"] is not None]
+        best = max(meas, key=lambda t: t["speedup"]) if meas else None
+        a_rows = [r for r in rows if r["method"] == "adaptive"]
+        props = [int(x) for r in a_rows for x in str(r["proposed_lengths"]).split()]
+        adaptive = {
+            **cfg["adaptive"],
+            "mean_k_used": float(np.mean([p for p in props if p > 0])) if props else None,
+            "speedup": sm["adaptive"].get("speedup"),
+            "acceptance_rate": sm["adaptive"].get("acceptance_rate"),
+            "mean_accepted_length": sm["adaptive"].get("mean_accepted_length"),
+        }
+        headline = {
+            "best_k_measured": best["k"] if best else None,
+            "best_speedup_measured": best["speedup"] if best else None,
+            "best_k_predicted": best_k(min(max(a_pool, 0.0), 1.0), c_pool, max(ks))
+            if a_pool is not None and c_pool is not None
+            else None,
+            "pooled_per_token_acceptance": a_pool,
+            "pooled_cost_ratio": c_pool,
+            "adaptive_speedup": adaptive["speedup"],
+        }
+        summary = {"arms": sm, "ks": ks, "table": table, "adaptive": adaptive, "headline": headline}
+
+        def figs(d: Path) -> None:
+            plots.measured_vs_predicted(summary, d / "measured_vs_predicted.png")
+            plots.position_acceptance(
+                {k: v for k, v in sm.items() if k in ("k2", "k4", "k8", "adaptive")},
+                d / "position_acceptance.png",
+            )
+
+        return Run(rows, summary, figs)
+
+    return execute(S, "k_sweep", cfg, compute)
+
+
+# --------------------------------------------------------------------------- 06 sampling
+
+
+def first_token_samples(generator, prompt: Sequence[int], k: int, sampling, seeds) -> list[int]:
+    """The first token the generator emits after prompt, once per seed, through the library's
+    own drafter and verifier (`decode.verify_step`), with the prompt prefilled once."""
+    from specdec_lib.decode import prefill, verify_step
+    from specdec_lib.drafters.base import Draft
+    from specdec_lib.sampling import make_generator
+
+    lm, drafter = generator.lm, generator.drafter
+    seq = list(prompt)
+    prefill(lm, seq)
+    drafter.begin(seq)
+    out = []
+    for s in seeds:
+        g = make_generator(int(s))
+        lm.rollback(len(seq) - 1)
+        draft = drafter.propose(seq, k, sampling, g) if k > 0 else Draft([])
+        verdict = verify_step(lm, seq, draft, sampling, g)
+        out.append(draft.tokens[0] if verdict.n_accepted > 0 else verdict.next_token)
+    lm.rollback(len(seq) - 1)
+    return out
+
+
+def exact_next_probs(generator, prompt: Sequence[int], sampling) -> np.ndarray:
+    """The target's exact p for the token after prompt (after temperature/top-k/top-p)."""
+    from specdec_lib.decode import prefill
+    from specdec_lib.sampling import logits_to_probs
+
+    lm = generator.lm
+    prefill(lm, list(prompt))
+    logits = lm.extend([prompt[-1]], 1)
+    lm.rollback(len(prompt) - 1)
+    return logits_to_probs(logits, sampling)[0].double().cpu().numpy()
+
+
+def distribution_test(samples: Sequence[int], p: np.ndarray, min_expected: float = 5.0):
+    """TVD between the samples' empirical distribution and p, and a chi-square goodness of fit
+    with the tokens of expected count < min_expected lumped into one bin."""
+    n = len(samples)
+    counts = Counter(int(s) for s in samples)
+    emp_ids = np.array(list(counts), dtype=np.int64)
+    emp = np.array([counts[i] for i in emp_ids], dtype=float) / n
+    tvd = 0.5 * (np.abs(emp - p[emp_ids]).sum() + (p.sum() - p[emp_ids].sum()))
+    expected = n * p
+    big = np.flatnonzero(expected >= min_expected)
+    obs = [counts.get(int(i), 0) for i in big]
+    exp = list(expected[big])
+    rest_exp = n - sum(exp)
+    rest_obs = n - sum(obs)
+    if rest_exp > 1e-9:
+        if rest_exp < min_expected and exp:  # merge a thin remainder into the smallest bin
+            j = int(np.argmin(exp))
+            exp[j] += rest_exp
+            obs[j] += rest_obs
+        else:
+            exp.append(rest_exp)
+            obs.append(rest_obs)
+    obs_a, exp_a = np.array(obs, dtype=float), np.array(exp, dtype=float)
+    chi2 = float(((obs_a - exp_a) ** 2 / exp_a).sum()) if exp_a.size > 1 else 0.0
+    return {"tvd": float(tvd), "chi2": chi2, "dof": max(int(exp_a.size) - 1, 0)}
+
+
+def run_sampling(S: Study) -> ExperimentResult:
+    """06: speculative sampling at each temperature (acceptance, speedup), and an empirical
+    check that the first sampled token follows the target's exact distribution."""
+    e = S.exp("sampling")
+    d = S.profile["drafts"]
+    tname = arm_name(d["transformer"])
+    specs = {tname: d["transformer"], arm_name(d["bigram"]): d["bigram"]}
+    dist = e.get("distribution", {}) or {}
+    cfg = {
+        **base_config(S, "sampling"),
+        "temperatures": [float(t) for t in e["temperatures"]],
+        "n_prompts": int(e["n_prompts"]),
+        "context_tokens": int(e["context_tokens"]),
+        "max_new_tokens": int(e["max_new_tokens"]),
+        "distribution": {
+            "n_prompts": int(dist.get("n_prompts", 2)),
+            "n_samples": int(dist.get("n_samples", 200)),
+            "arm": tname,
+        },
+        "arms": {BASELINE: "none", **specs},
+    }
+
+    def compute(on_row):
+        from scipy.stats import chi2 as chi2_dist
+
+        from specdec_lib import plots
+        from specdec_lib.config import SamplingConfig
+
+        loaded = load_target(S)
+        arms = build_arms(S, loaded, specs, cfg["k"])
+        prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
+        rows: list[dict[str, Any]] = []
+        by_t, table, dist_rows, checks, headline = {}, [], [], {}, {}
+        nd, ns = cfg["distribution"]["n_prompts"], cfg["distribution"]["n_samples"]
+        seed = cfg["seed"]
+        for t in cfg["temperatures"]:
+            samp = SamplingConfig(temperature=t, seed=seed)
+            rs = paired(
+                arms,
+                prompts,
+                max_new_tokens=cfg["max_new_tokens"],
+                sampling=samp,
+                warmup=cfg["warmup"] if t == cfg["temperatures"][0] else 0,
+                progress=f"sampling T={t}",
+                on_row=on_row,
+                extra_cols={"temperature": t},
+            )
+            rows += rs
+            sm = summarize(rs)
+            by_t[str(t)] = {"arms": sm}
+            for m, s in sm.items():
+                sp, acc = s.get("speedup") or {}, s.get("acceptance_rate") or {}
+                table.append(
+                    {
+                        "temperature": t,
+                        "method": m,
+                        "speedup": sp.get("value"),
+                        "speedup_ci_low": sp.get("ci_low"),
+                        "speedup_ci_high": sp.get("ci_high"),
+                        "acceptance_rate": acc.get("value"),
+                        "acceptance_rate_ci_low": acc.get("ci_low"),
+                        "acceptance_rate_ci_high": acc.get("ci_high"),
+                        "mean_accepted_length": _v(s.get("mean_accepted_length")),
+                        "tokens_per_s": s["tokens_per_s"]["median"],
+                    }
+                )
+            # the distribution check
+            check: dict[str, Any] = {"n_samples_per_prompt": ns, "n_prompts": nd}
+            gens = {
+                "speculative": (arms[1].generator, cfg["k"]),
+                "baseline": (arms[0].generator, 0),
+            }
+            for mname, (gen, k) in gens.items():
+                tests = []
+                for i, p in enumerate(tqdm(prompts[:nd], desc=f"distribution T={t} {mname}")):
+                    seeds = range(1000 * (i + 1), 1000 * (i + 1) + ns)
+                    samples = first_token_samples(gen, list(p.ids), k, samp, seeds)
+                    probs = exact_next_probs(gen, list(p.ids), samp)
+                    r = distribution_test(samples, probs)
+                    r["p_value"] = float(chi2_dist.sf(r["chi2"], r["dof"])) if r["dof"] else None
+                    tests.append(r)
+                    dist_rows.append(
+                        {"temperature": t, "prompt": i, "method": mname, "n_samples": ns, **r}
+                    )
+                chi = sum(r["chi2"] for r in tests)
+                dof = sum(r["dof"] for r in tests)
+                check[mname] = {
+                    "tvd": float(np.mean([r["tvd"] for r in tests])) if tests else None,
+                    "tvd_mean_per_prompt": float(np.mean([r["tvd"] for r in tests]))
+                    if tests
+                    else None,
+                    "chi2": chi,
+                    "dof": dof,
+                    "p_value": float(chi2_dist.sf(chi, dof)) if dof else None,
+                }
+            checks[str(t)] = check
+            headline[str(t)] = {
+                "speedup": sm[tname].get("speedup"),
+                "acceptance_rate": sm[tname].get("acceptance_rate"),
+                "p_value_speculative": check["speculative"]["p_value"],
+                "p_value_baseline": check["baseline"]["p_value"],
+                "tvd_speculative": check["speculative"]["tvd"],
+                "tvd_baseline": check["baseline"]["tvd"],
+            }
+        summary = {
+            "temperatures": cfg["temperatures"],
+            "by_temperature": by_t,
+            "table": table,
+            "distribution_check": checks,
+            "headline": headline,
+        }
+
+        def figs(dd: Path) -> None:
+            plots.sampling_speedup(summary, dd / "sampling_speedup.png")
+            plots.distribution_check(summary, dd / "distribution_check.png")
+
+        return Run(rows, summary, figs, {"distribution.csv": dist_rows})
+
+    return execute(S, "sampling", cfg, compute)
+
+
+# --------------------------------------------------------------------------- 07 peers
+
+
+def assistant_for(S: Study, loaded):
+    """The assistant model HF assisted generation gets: the transformer draft as a model of its
+    own (model:ID), or for the self-draft the target's early exit with its full head."""
+    spec = S.profile["drafts"]["transformer"]
+    if spec.startswith("model:"):  # the draft our arm already loaded: no second copy in memory
+        return get_drafter(S, loaded, spec).lm.model
+    from specdec_lib.drafters import SELF_LAYERS
+    from specdec_lib.drafters.self_draft import early_exit_model
+
+    args = spec.split(":")[1:]
+    return early_exit_model(loaded.model, int(args[0]) if args else SELF_LAYERS)
+
+
+HF_ARMS = {"hf-greedy": "greedy", "hf-prompt-lookup": "prompt_lookup", "hf-assisted": "assisted"}
+ACCEPTANCE_KEYS = (
+    "acceptance_rate",
+    "mean_accepted_length",
+    "position_acceptance",
+    "accepted_histogram",
+    "draft_share_of_time",
+    "draft_s_per_token",
+    "verify_s_per_call",
+    "cost_ratio",
+    "per_token_acceptance_iid",
+    "predicted_speedup_leviathan",
+    "verify_cost_ratio",
+    "predicted_speedup_calibrated",
+    "acceptance_rate_pooled",
+)
+
+
+def run_peers(S: Study) -> ExperimentResult:
+    """07: Hugging Face generate (greedy, prompt lookup, assisted) beside our baseline, n-gram
+    lookup and transformer draft on the same prompts, interleaved per prompt."""
+    e = S.exp("peers")
+    d = S.profile["drafts"]
+    ours = {arm_name(d["ngram"]): d["ngram"], arm_name(d["transformer"]): d["transformer"]}
+    try:
+        import specdec_lib.peers  # noqa: F401
+
+        peers_error = None
+    except Exception as exc:  # noqa: BLE001 - reported in the summary, not fatal
+        peers_error = f"{type(exc).__name__}: {exc}"
+        print(f"specdec_lib.peers is not usable ({peers_error}); running our arms only")
+    cfg = {
+        **base_config(S, "peers"),
+        "n_prompts": int(e["n_prompts"]),
+        "context_tokens": int(e["context_tokens"]),
+        "max_new_tokens": int(e["max_new_tokens"]),
+        "arms": {
+            BASELINE: "none",
+            **ours,
+            **({m: f"hf:{mode}" for m, mode in HF_ARMS.items()} if not peers_error else {}),
+        },
+    }
+
+    def compute(on_row):
+        from specdec_lib import plots
+
+        loaded = load_target(S)
+        k = cfg["k"]
+        arms = build_arms(S, loaded, ours, k)
+        if not peers_error:
+            from specdec_lib.peers import HFGenerator
+
+            assistant = assistant_for(S, loaded)
+            for m, mode in HF_ARMS.items():
+                gen = HFGenerator(loaded, mode, k, assistant if mode == "assisted" else None)
+                arms.append(Arm(Method(m, f"hf:{mode}", k), gen))
+
+        def hook(row):
+            if row["draft"] == "hf:greedy":
+                row["k"] = 0
+            on_row(row)
+
+        prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
+        rows = paired(
+            arms,
+            prompts,
+            max_new_tokens=cfg["max_new_tokens"],
+            warmup=cfg["warmup"],
+            progress="peers",
+            on_row=hook,
+        )
+        sm = summarize(rows)
+        for m in HF_ARMS:
+            for key in ACCEPTANCE_KEYS:
+                sm.get(m, {}).pop(key, None)
+        toks = {(r["method"], r["prompt"]): r["tokens"] for r in rows}
+        n = len(prompts)
+        hf_base = "hf-greedy" if "hf-greedy" in sm else None
+        hf_wall = (
+            np.array(
+                [
+                    r["wall_s"]
+                    for r in sorted(
+                        (r for r in rows if r["method"] == hf_base), key=lambda r: r["prompt"]
+                    )
+                ]
+            )
+            if hf_base
+            else None
+        )
+        table = []
+        for m, s in sm.items():
+            sp = s.get("speedup") or {}
+            wall = np.array(
+                [
+                    r["wall_s"]
+                    for r in sorted(
+                        (r for r in rows if r["method"] == m), key=lambda r: r["prompt"]
+                    )
+                ]
+            )
+            table.append(
+                {
+                    "method": m,
+                    "implementation": "hf" if m in HF_ARMS else "ours",
+                    "tokens_per_s": s["tokens_per_s"]["median"],
+                    "tokens_per_s_ci_low": s["tokens_per_s"]["ci_low"],
+                    "tokens_per_s_ci_high": s["tokens_per_s"]["ci_high"],
+                    "speedup": sp.get("value", 1.0 if m == BASELINE else None),
+                    "speedup_ci_low": sp.get("ci_low"),
+                    "speedup_ci_high": sp.get("ci_high"),
+                    "speedup_vs_hf_greedy": paired_speedup(hf_wall, wall)[0]
+                    if hf_wall is not None
+                    else None,
+                    "identical_to_baseline": s["identical_fraction"],
+                    "identical_to_hf_greedy": float(
+                        np.mean([toks[(m, i)] == toks[(hf_base, i)] for i in range(n)])
+                    )
+                    if hf_base
+                    else None,
+                }
+            )
+        summary = {
+            "arms": sm,
+            "table": table,
+            "peers_available": peers_error is None,
+            "peers_error": peers_error,
+            "headline": {
+                t["method"]: {
+                    "speedup": t["speedup"],
+                    "identical_to_baseline": t["identical_to_baseline"],
+                }
+                for t in table
+            },
+        }
+        return Run(rows, summary, lambda dd: plots.peers(summary, dd / "peers_speed.png"))
+
+    return execute(S, "peers", cfg, compute)
+
+
+# --------------------------------------------------------------------------- notebook display
+
+
+def show(result: ExperimentResult, max_rows: int = 40) -> None:
+    """Display an experiment's headline table and figures in a notebook."""
+    import pandas as pd
+    from IPython.display import Markdown, display
+
+    s = result.summary
+    name = s.get("experiment", "?")
+    display(Markdown(f"### {name}: summary (from `summary.json`)"))
+    if "table" in s:
+        display(table_frame(s["table"]).head(max_rows))
+    elif "arms" in s:
+        display(arms_table(s["arms"]))
+    if "identity_by_dtype" in s:
+        display(
+            pd.DataFrame(
+                [
+                    {k: v for k, v in x.items() if not isinstance(v, list)}
+                    for x in s["identity_by_dtype"].values()
+                ]
+            )
+        )
+    if "distribution_check" in s:
+        display(distribution_table(s))
+
+
+COLUMN_ORDER = (
+    "context",
+    "temperature",
+    "k",
+    "draft",
+    "method",
+    "implementation",
+    "speedup",
+    "speedup_ci_low",
+    "speedup_ci_high",
+    "earlier_style_speedup",
+    "earlier_style_speedup_ci_low",
+    "earlier_style_speedup_ci_high",
+    "predicted_speedup_leviathan",
+    "predicted_speedup_calibrated",
+    "predicted_speedup_pooled",
+    "acceptance_rate",
+    "acceptance_rate_ci_low",
+    "acceptance_rate_ci_high",
+    "agreement",
+    "ci_low",
+    "ci_high",
+    "mean_accepted_length",
+    "tokens_per_s",
+    "tokens_per_s_ci_low",
+    "tokens_per_s_ci_high",
+    "total_wall_s",
+    "baseline_total_wall_s",
+    "identical_to_baseline",
+    "identical_to_hf_greedy",
+)
+
+
+def table_frame(table: list[dict[str, Any]]):
+    """A summary's flat table as a DataFrame, its columns in a readable order."""
+    import pandas as pd
+
+    df = pd.DataFrame(table)
+    cols = [c for c in COLUMN_ORDER if c in df.columns]
+    cols += [c for c in df.columns if c not in cols]
+    return df[cols].round(3)
+
+
+def rel(path: Path) -> str:
+    """A path relative to the repository when it lies inside it (for printed messages)."""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def arms_table(arms: dict[str, Any]):
+    import pandas as pd
+
+    out = []
+    for m, s in arms.items():
+        row = {"arm": m, "draft": s["draft"], "k": s["k"], "n": s["n_prompts"]}
+        for key in ("tokens_per_s", "speedup", "acceptance_rate", "mean_accepted_length"):
+            x = s.get(key)
+            if isinstance(x, dict):
+                row[key] = _v(x)
+                row[f"{key} 95% CI"] = (
+                    f"[{x['ci_low']:.3g}, {x['ci_high']:.3g}]"
+                    if x.get("ci_low") is not None
+                    else ""
+                )
+        row["identical"] = s["identical_fraction"]
+        out.append(row)
+    return pd.DataFrame(out).round(3)
+
+
+def distribution_table(s: dict[str, Any]):
+    import pandas as pd
+
+    out = []
+    for t, chk in s["distribution_check"].items():
+        for m in ("speculative", "baseline"):
+            out.append({"temperature": t, "method": m, **chk[m]})
+    return pd.DataFrame(out).round(4)
+
+
+def display_result(S: Study, experiment: str) -> None:
+    """Show an experiment's stored summary and figures (what the book renders)."""
+    from IPython.display import Image, display
+
+    path = S.store.dir(experiment)
+    res = load_result(path)
+    show(res)
+    for png in sorted(path.glob("figures/*.png")):
+        display(Image(filename=str(png)))
+
+
+__all__ = [
+    "EXPERIMENTS",
+    "Study",
+    "setup",
+    "load_profile",
+    "load_target",
+    "run_baseline",
+    "run_bigram",
+    "run_transformer_draft",
+    "run_context_sweep",
+    "run_agreement",
+    "run_k_sweep",
+    "run_sampling",
+    "run_peers",
+    "display_result",
+    "ci_dict",
+]
+
+
+# --------------------------------------------------------------------------- make download
+
+
+def hub_reachable(timeout: float = 5.0) -> bool:
+    import socket
+
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0"):
+        return False
+    try:
+        socket.create_connection(("huggingface.co", 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def hub_models() -> list[str]:
+    """Every hub id the profiles name (targets and model: drafts)."""
+    ids: list[str] = []
+    for path in sorted(PROFILES.glob("*.yaml")):
+        prof = load_profile(str(path))
+        d = prof.get("drafts", {})
+        specs = [d.get("transformer", ""), *(d.get("extra_transformers") or [])]
+        for name in [
+            prof.get("target", ""),
+            *(s.split(":", 1)[1] for s in specs if s.startswith("model:")),
+        ]:
+            if name.count("/") == 1 and not Path(name).exists() and name not in ids:
+                ids.append(name)
+    return ids
+
+
+def download() -> int:
+    """Build the embedded model's cache; where the hub is reachable, fetch the profiles' hub
+    weights and the full WikiText-2 too."""
+    from specdec_lib.models import ensure_embedded_cache
+
+    print(f"embedded model: {ensure_embedded_cache()}")
+    if not hub_reachable():
+        print(
+            "the Hugging Face hub is unreachable from here: skipping the hub weights "
+            f"({', '.join(hub_models())}) and the full WikiText-2 dataset; the embedded and smoke "
+            "profiles need neither (run `make download` where the hub is reachable, e.g. Colab)"
+        )
+        return 0
+    from huggingface_hub import snapshot_download
+
+    failed = 0
+    for repo in hub_models():
+        try:
+            path = snapshot_download(
+                repo,
+                token=os.environ.get("HF_TOKEN"),
+                allow_patterns=["*.json", "*.safetensors", "tokenizer*", "*.model"],
+            )
+            print(f"{repo}: {path}")
+        except Exception as e:  # noqa: BLE001 - one line per failure, never the token
+            failed += 1
+            print(
+                f"{repo}: not downloaded ({type(e).__name__}; gated models need HF_TOKEN and "
+                "an accepted licence)"
+            )
+    try:
+        from specdec_lib.data import load_wikitext
+
+        corpus = load_wikitext("datasets")
+        print(f"WikiText-2 (datasets): {len(getattr(corpus, 'articles', corpus))} articles")
+    except Exception as e:  # noqa: BLE001
+        failed += 1
+        print(f"WikiText-2 (datasets): not downloaded ({type(e).__name__}: {e})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["download"]:
+        print("usage: python -m specdec_lib.study download")
+        sys.exit(2)
+    sys.exit(download())

@@ -1,0 +1,222 @@
+"""Every experiment notebook runs end to end on the smoke profile (papermill), writes every result
+file of results/SCHEMA.md with sane values, and a second run reuses them instead of recomputing.
+
+The smoke profile is a tiny random Gemma 3 in float64 with an offline word-level tokenizer over
+the bundled WikiText-2, so this runs the real pipeline in well under two minutes.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+pm = pytest.importorskip("papermill")
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = {
+    "01_baseline": ["baseline"],
+    "02_bigram": ["bigram"],
+    "03_transformer_draft": ["transformer_draft"],
+    "04_context_sweep": ["context_sweep", "context_sweep_nocache", "agreement"],
+    "05_k_sweep": ["k_sweep"],
+    "06_sampling": ["sampling"],
+    "07_peers": ["peers"],
+}
+FIGURES = {
+    "baseline": ["tokens_per_s.png"],
+    "bigram": ["speedup.png", "position_acceptance.png", "accepted_histogram.png",
+               "time_split.png"],
+    "transformer_draft": ["speedup.png", "position_acceptance.png", "time_split.png"],
+    "context_sweep": ["speedup_vs_context.png", "acceptance_vs_context.png",
+                      "time_vs_context.png", "earlier_style_vs_paired.png"],
+    "context_sweep_nocache": ["speedup_vs_context.png", "earlier_style_vs_paired.png"],
+    "agreement": ["agreement_vs_context.png"],
+    "k_sweep": ["measured_vs_predicted.png", "position_acceptance.png"],
+    "sampling": ["sampling_speedup.png", "distribution_check.png"],
+    "peers": ["peers_speed.png"],
+}  # fmt: skip
+ARM_KEYS = {"n_prompts", "draft", "k", "tokens_per_s", "wall_s", "total_wall_s", "new_tokens",
+            "identical_fraction", "repetition_4gram"}  # fmt: skip
+DRAFT_KEYS = {"acceptance_rate", "mean_accepted_length", "position_acceptance",
+              "accepted_histogram", "speedup", "cost_ratio", "predicted_speedup_leviathan",
+              "predicted_speedup_calibrated"}  # fmt: skip
+
+
+def run_all(results: Path) -> None:
+    out = results / "smoke" / "notebooks"
+    out.mkdir(parents=True, exist_ok=True)
+    for nb in NOTEBOOKS:
+        pm.execute_notebook(
+            str(ROOT / "notebooks" / f"{nb}.ipynb"),
+            str(out / f"{nb}.ipynb"),
+            parameters={"profile": "smoke", "results_dir": str(results)},
+            kernel_name="python3",
+            cwd=str(ROOT),
+            progress_bar=False,
+        )
+
+
+def snapshot(results: Path) -> dict[str, float]:
+    return {
+        str(p.relative_to(results)): p.stat().st_mtime_ns
+        for p in results.glob("smoke/*/**/*")
+        if p.is_file() and "notebooks" not in p.parts
+    }
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    results = tmp_path_factory.mktemp("results")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("WANDB_MODE", "disabled")
+        mp.delenv("FORCE", raising=False)
+        run_all(results)
+        first = snapshot(results)
+        run_all(results)  # every experiment exists for the same config: nothing is recomputed
+        second = snapshot(results)
+    return results, first, second
+
+
+def load(results: Path, exp: str):
+    d = results / "smoke" / exp
+    summary = json.loads((d / "summary.json").read_text())
+    config = json.loads((d / "config.json").read_text())
+    env = json.loads((d / "env.json").read_text())
+    with open(d / "per_prompt.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    return summary, config, env, rows
+
+
+def all_arms(summary: dict) -> dict[str, dict]:
+    """Every ArmSummary in a summary, whichever cell it sits in."""
+    out = dict(summary.get("arms", {}))
+    for key in ("by_context", "by_temperature"):
+        for cell, v in summary.get(key, {}).items():
+            out.update({f"{cell}/{m}": s for m, s in v["arms"].items()})
+    return out
+
+
+def check_arm(name: str, s: dict, *, greedy: bool) -> None:
+    assert ARM_KEYS <= s.keys(), (name, ARM_KEYS - s.keys())
+    assert 0.0 <= s["identical_fraction"] <= 1.0
+    assert s["tokens_per_s"]["median"] > 0
+    drafted = (s.get("acceptance_rate") or {}).get("value") is not None  # None: nothing proposed
+    if s["k"] and not s["draft"].startswith("hf:") and drafted:
+        assert DRAFT_KEYS <= s.keys(), (name, DRAFT_KEYS - s.keys())
+        acc = s["acceptance_rate"]
+        assert 0.0 <= acc["value"] <= 1.0 and acc["ci_low"] <= acc["value"] <= acc["ci_high"]
+        assert 1.0 <= s["mean_accepted_length"]["value"] <= s["k"] + 1
+        assert all(p is None or 0.0 <= p <= 1.0 for p in s["position_acceptance"])
+    if "speedup" in s:
+        sp = s["speedup"]
+        assert sp["value"] > 0 and sp["ci_low"] <= sp["value"] <= sp["ci_high"]
+    if greedy and not s["draft"].startswith("hf:"):
+        # float64 (and the float32 identity check below): greedy speculation is exact
+        assert s["identical_fraction"] == 1.0, name
+
+
+def test_every_result_file(smoke):
+    results, _, _ = smoke
+    for nb, exps in NOTEBOOKS.items():
+        assert (results / "smoke" / "notebooks" / f"{nb}.ipynb").is_file()
+        for exp in exps:
+            summary, config, env, rows = load(results, exp)
+            assert summary["experiment"] == exp and summary["profile"] == "smoke"
+            assert config["experiment"] == exp and len(config["config_hash"]) == 16
+            assert {"torch", "transformers", "git_commit", "dtype", "wall_s_experiment"} <= set(env)
+            assert rows and "headline" in summary and "roles" in summary
+            for fig in FIGURES[exp]:
+                assert (results / "smoke" / exp / "figures" / fig).stat().st_size > 0, (exp, fig)
+
+
+def test_schema_and_values(smoke):
+    results, _, _ = smoke
+    for exp in ["baseline", "bigram", "transformer_draft", "context_sweep",
+                "context_sweep_nocache", "k_sweep", "peers"]:  # fmt: skip
+        summary, *_ = load(results, exp)
+        for name, s in all_arms(summary).items():
+            check_arm(f"{exp}/{name}", s, greedy=True)
+    summary, *_ = load(results, "sampling")
+    for name, s in all_arms(summary).items():
+        check_arm(f"sampling/{name}", s, greedy=False)
+
+
+def test_context_sweep(smoke):
+    results, _, _ = smoke
+    for exp, cache in (("context_sweep", True), ("context_sweep_nocache", False)):
+        summary, config, _, rows = load(results, exp)
+        assert summary["use_cache"] is cache
+        assert [int(c) for c in summary["by_context"]] == config["contexts"]
+        assert len(summary["table"]) == len(config["contexts"]) * len(config["arms"])
+        for t in summary["table"]:
+            assert t["earlier_style_speedup"] > 0
+            assert t["total_wall_s"] > 0
+        ref = summary["earlier_style"]["reference_context"]
+        assert ref in config["contexts"]
+        # H4: the same documents and anchors at every context
+        anchors = {}
+        for r in rows:
+            anchors.setdefault(r["prompt"], set()).add((r["article"], r["anchor"]))
+        assert all(len(v) == 1 for v in anchors.values())
+        assert {r["use_cache"] for r in rows} == {str(cache)}
+
+
+def test_agreement(smoke):
+    results, _, _ = smoke
+    summary, config, _, rows = load(results, "agreement")
+    assert {t["draft"] for t in summary["table"]} >= {"bigram", "target_vs_reference"}
+    for t in summary["table"]:
+        assert 0.0 <= t["agreement"] <= 1.0
+    for v in summary["headline"].values():
+        assert -1.0 <= v["change"] <= 1.0
+    # the same positions at every context
+    assert len({r["positions"] for r in rows}) >= 1
+    assert {int(r["context"]) for r in rows} == set(config["contexts"])
+
+
+def test_k_sweep_and_sampling(smoke):
+    results, _, _ = smoke
+    summary, config, _, _ = load(results, "k_sweep")
+    assert [t["k"] for t in summary["table"]] == config["ks"] == list(range(1, 9))
+    for t in summary["table"]:
+        assert t["predicted_speedup_leviathan"] > 0 and t["speedup"] > 0
+    assert 1 <= summary["adaptive"]["mean_k_used"] <= config["adaptive"]["k_max"]
+    summary, *_ = load(results, "sampling")
+    for chk in summary["distribution_check"].values():
+        for m in ("speculative", "baseline"):
+            assert 0.0 <= chk[m]["tvd"] <= 1.0
+            assert chk[m]["p_value"] is None or 0.0 <= chk[m]["p_value"] <= 1.0
+    assert (results / "smoke" / "sampling" / "distribution.csv").is_file()
+
+
+def test_transformer_identity_and_peers(smoke):
+    results, _, _ = smoke
+    summary, *_ = load(results, "transformer_draft")
+    ids = summary["identity_by_dtype"]
+    assert {"float64", "float32"} <= ids.keys()
+    assert ids["float64"]["identical_fraction"] == 1.0
+    summary, *_ = load(results, "peers")
+    methods = {t["method"] for t in summary["table"]}
+    assert {"baseline", "ngram"} <= methods
+    if summary["peers_available"]:
+        assert {"hf-greedy", "hf-prompt-lookup", "hf-assisted"} <= methods
+        greedy = next(t for t in summary["table"] if t["method"] == "hf-greedy")
+        assert greedy["identical_to_baseline"] == 1.0
+
+
+def test_second_run_reuses(smoke):
+    _, first, second = smoke
+    assert first and first == second
+
+
+def test_json_is_strict(smoke):
+    results, _, _ = smoke
+
+    def refuse(constant: str):
+        raise ValueError(f"non-strict JSON constant {constant}")
+
+    for p in (results / "smoke").glob("*/*.json"):
+        json.loads(p.read_text(), parse_constant=refuse)

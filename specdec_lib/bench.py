@@ -1,0 +1,651 @@
+"""`python -m specdec_lib bench`: our decoders against Hugging Face `generate`, in one process.
+
+Everything runs on the same loaded target, on a fixed set of held-out WikiText-2 prompts (the eval
+half of `data.split_articles`), interleaved per prompt (`experiments.run_paired`, order rotating
+with the prompt) after a warm-up that also compiles every kernel shape the run will use. Groups:
+
+- long, context 20 and context 100, 128 new tokens: our baseline and HF greedy; our n-gram
+  lookup and HF prompt lookup at K = 2, 4, 8; our best lossless configuration (`BEST_LONG`);
+- short, 32 new tokens, context 20 and 100: our baseline, HF greedy, HF prompt lookup at
+  the K that did best in the long runs, our best configuration for short runs (`BEST_SHORT`)
+  and the n-gram lookup at K = 4;
+- identity: in float32 (unless the run is float32 already), every configuration of ours and
+  HF greedy against our baseline, token for token;
+- memory: the process's resident memory with the target alone and with the self-draft added,
+  and the bytes each one holds (weights, packed weights, caches).
+
+It prints one table (tokens/s with 95% CIs, speedup over our baseline and over HF greedy,
+acceptance, mean accepted length, cost ratio, measured/predicted speedup, share of repeated
+4-grams, token identity) and, as its last stdout line, one JSON object with every figure and
+which targets were met. `quick` runs tiny settings (a smoke test).
+
+Knows nothing about notebooks or result directories.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import numpy as np
+import torch
+
+from specdec_lib.cache import CachedLM
+from specdec_lib.config import SamplingConfig, SpecConfig
+from specdec_lib.drafters import SELF_KEEP, SELF_LAYERS, BigramDrafter, Drafter, NgramDrafter
+from specdec_lib.errors import SpecdecError
+from specdec_lib.experiments import BASELINE, Arm, Method, run_paired, summarize
+from specdec_lib.generate import Generator, fit_ids_for
+from specdec_lib.metrics import paired_speedup
+from specdec_lib.models import LoadedModel, load_model
+from specdec_lib.peers import HFGenerator
+
+KS = (2, 4, 8)
+CONTEXTS = (20, 100)
+LONG_TOKENS = 128
+SHORT_TOKENS = 32
+IDENTITY_TOKENS = 64
+TARGETS = {
+    "baseline_vs_hf_greedy": 1.0,
+    "ngram_vs_hf_prompt_lookup": 1.1,
+    "best_vs_hf_best": 1.1,
+    "short_best_vs_baseline": 1.3,
+    "measured_over_predicted": 0.9,
+    "self_draft_extra_memory": 0.25,
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """One of our configurations: a drafter spec (see `make_drafter`) and its K."""
+
+    name: str
+    draft: str
+    k: int
+
+
+# Our best lossless configurations on the embedded Gemma 3 270M (see the performance notes):
+# long runs repeat themselves, which prompt lookup copies; short ones have little to copy.
+BEST_LONG = Config("best", "ngram+bigram", 8)
+BEST_SHORT = Config("best_short", "ngram+bigram", 4)
+
+
+def make_drafter(spec: str, loaded: LoadedModel, fit_ids: Callable[[], list[int]]) -> Drafter:
+    """Drafters by spec: the library's (`drafters.build_drafter`) plus `ngram:MAX` (lookup
+    matching up to MAX tokens) and `ngram:MAX+bigram`."""
+    from specdec_lib.drafters import build_drafter
+
+    kind, _, rest = spec.partition(":")
+    if kind == "ngram" and rest:
+        size, _, fallback = rest.partition("+")
+        if not size.isdigit() or fallback not in ("", "bigram"):
+            raise SpecdecError(f"unknown bench drafter {spec!r}")
+        fb = BigramDrafter.fit(fit_ids(), loaded.vocab_size) if fallback else None
+        return NgramDrafter(max_ngram=int(size), fallback=fb)
+    return build_drafter(spec, loaded, fit_ids=fit_ids)
+
+
+# ----------------------------------------------------------------------------- arms
+
+
+def _ours(loaded: LoadedModel, cfg: Config, fit_ids) -> Arm:
+    drafter = make_drafter(cfg.draft, loaded, fit_ids)
+    return Arm(Method(cfg.name, cfg.draft, cfg.k), Generator.from_loaded(loaded, drafter))
+
+
+def _hf(loaded: LoadedModel, mode: str, k: int | None, assistant=None) -> Arm:
+    name = "hf_greedy" if mode == "greedy" else f"hf_{mode}_k{k}"
+    return Arm(Method(name, f"hf:{mode}", k or 1), HFGenerator(loaded, mode, k, assistant))
+
+
+def _is_hf(method: str) -> bool:
+    return method.startswith("hf_")
+
+
+# ----------------------------------------------------------------------------- warm-up
+
+
+@torch.inference_mode()
+def warm_kernels(loaded: LoadedModel, max_rows: int, prompt_lengths: Sequence[int]) -> float:
+    """Run every shape the benchmark will use once, on our fast path and on the stock model
+    (oneDNN builds a kernel per shape on first use, which costs up to a second each)."""
+    t0 = time.perf_counter()
+    vocab = min(loaded.vocab_size, 1000)
+    ids = [int(i) % vocab for i in range(3, 3 + max(prompt_lengths) + max_rows + 2)]
+    lm = CachedLM(loaded.model)
+    stock = CachedLM(loaded.model, fast=False)
+    for cached in (lm, stock):
+        for n in sorted(set(prompt_lengths)):
+            cached.reset()
+            cached.extend(ids[:n], 1)
+        cached.reset()
+        cached.extend(ids[:8], 1)
+        for m in range(1, max_rows + 1):
+            cached.extend(ids[8 : 8 + m], m)
+            cached.rollback(8)
+    return time.perf_counter() - t0
+
+
+# ----------------------------------------------------------------------------- memory
+
+
+def rss_bytes() -> int | None:
+    """Resident memory of this process now (Linux /proc), or None."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _tensor_bytes(tensors) -> int:
+    seen: set[int] = set()
+    total = 0
+    for t in tensors:
+        if t is None:
+            continue
+        try:
+            key = t.untyped_storage().data_ptr()
+            size = t.untyped_storage().nbytes()
+        except (RuntimeError, NotImplementedError):  # mkldnn tensors have no storage
+            key, size = id(t), t.element_size() * t.numel()
+        if key not in seen:
+            seen.add(key)
+            total += size
+    return total
+
+
+def _packed_bytes(model: torch.nn.Module) -> int:
+    from specdec_lib.cache import _PACKED
+
+    return sum(
+        v[1].element_size() * v[1].numel()
+        for m in model.modules()
+        if isinstance(m, torch.nn.Linear) and (v := _PACKED.get(m)) is not None
+    )
+
+
+def _cache_bytes(lm: CachedLM) -> int:
+    layers = getattr(lm.cache, "layers", []) if lm.cache is not None else []
+    bufs = []
+    for layer in layers:
+        bufs += [getattr(layer, "_kbuf", None), getattr(layer, "_vbuf", None)]
+        if getattr(layer, "_kbuf", None) is None:
+            bufs += [getattr(layer, "keys", None), getattr(layer, "values", None)]
+    return _tensor_bytes(bufs)
+
+
+def _peak_cuda(device: torch.device) -> int | None:
+    return torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
+
+
+def measure_memory(
+    loaded: LoadedModel, fit_ids, prompt: list[int], max_new_tokens: int, self_spec: str
+) -> dict[str, Any]:
+    """Target alone, then target + self-draft: RSS (CPU) or peak allocated (CUDA), and the
+    bytes each holds. The self-draft's extra is its own tensors: pruned head (and its packed
+    copy) and its KV cache; everything else it shares with the target."""
+    device = loaded.device
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    spec = SpecConfig(4, max_new_tokens)
+    base = Generator.from_loaded(loaded, "none")
+    base.generate_ids(prompt, spec, SamplingConfig())
+    params = _tensor_bytes(loaded.model.parameters())
+    target_bytes = params + _packed_bytes(loaded.model) + _cache_bytes(base.lm)
+    rss_target = rss_bytes()
+    cuda_target = _peak_cuda(device)
+    drafter = make_drafter(self_spec, loaded, fit_ids)
+    gen = Generator.from_loaded(loaded, drafter)
+    gen.generate_ids(prompt, spec, SamplingConfig())
+    rss_both = rss_bytes()
+    cuda_both = _peak_cuda(device)
+    own = [p for p in drafter.lm.model.parameters()]
+    shared = {p.untyped_storage().data_ptr() for p in loaded.model.parameters()}
+    own = [p for p in own if p.untyped_storage().data_ptr() not in shared]
+    draft_bytes = _tensor_bytes(own) + _cache_bytes(drafter.lm)
+    head = getattr(drafter.lm.model, "lm_head", None)
+    if head is not None and head not in set(loaded.model.modules()):
+        from specdec_lib.cache import _PACKED
+
+        packed = _PACKED.get(head)
+        draft_bytes += packed[1].element_size() * packed[1].numel() if packed else 0
+    out: dict[str, Any] = {
+        "self_draft": self_spec,
+        "target_bytes": target_bytes,
+        "target_param_bytes": params,
+        "self_draft_extra_bytes": draft_bytes,
+        "self_draft_extra_fraction": draft_bytes / target_bytes if target_bytes else None,
+        "rss_target_bytes": rss_target,
+        "rss_target_plus_self_bytes": rss_both,
+    }
+    if rss_target and rss_both:
+        out["rss_self_draft_extra_bytes"] = rss_both - rss_target
+    if cuda_target is not None:
+        out["cuda_peak_target_bytes"] = cuda_target
+        out["cuda_peak_target_plus_self_bytes"] = cuda_both
+    return out
+
+
+def _self_spec(loaded: LoadedModel) -> str:
+    """The library's self-draft, scaled down for models smaller than the embedded one."""
+    cfg = loaded.model.config
+    cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+    layers = max(1, min(SELF_LAYERS, int(cfg.num_hidden_layers) - 1))
+    keep = min(SELF_KEEP, max(loaded.vocab_size // 2, 1))
+    return f"self:{layers}:{keep}"
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def _walls(rows, method: str) -> np.ndarray:
+    rs = sorted((r for r in rows if r["method"] == method), key=lambda r: r["prompt"])
+    return np.array([r["wall_s"] for r in rs], dtype=float)
+
+
+def _ratio(rows, slow: str, fast: str) -> dict[str, float]:
+    """How many times faster `fast` is than `slow` (ratio of total times, paired CI)."""
+    v, lo, hi = paired_speedup(_walls(rows, slow), _walls(rows, fast))
+    return {"value": v, "ci_low": lo, "ci_high": hi}
+
+
+def _figures(rows: list[dict], summary: dict[str, Any]) -> dict[str, Any]:
+    """Per arm: the numbers a reader compares, flattened."""
+    arms: dict[str, Any] = {}
+    has_hf = "hf_greedy" in summary
+    for name, s in summary.items():
+        a: dict[str, Any] = {
+            "implementation": "hf" if _is_hf(name) else "ours",
+            "draft": s["draft"],
+            "k": s["k"],
+            "tokens_per_s": s["tokens_per_s"],
+            "speedup": s.get("speedup", {"value": 1.0, "ci_low": 1.0, "ci_high": 1.0}),
+            "identical_to_baseline": s["identical_fraction"],
+            "repetition_4gram": s["repetition_4gram"],
+            "new_tokens": s["new_tokens"],
+        }
+        if has_hf and name != "hf_greedy":
+            a["speedup_vs_hf_greedy"] = _ratio(rows, "hf_greedy", name)
+        if not _is_hf(name) and name != BASELINE and "acceptance_rate" in s:
+            pred = s.get("predicted_speedup_calibrated")
+            meas = s.get("speedup", {}).get("value")
+            a.update(
+                {
+                    "acceptance_rate": s["acceptance_rate"],
+                    "mean_accepted_length": s["mean_accepted_length"],
+                    "cost_ratio": s.get("cost_ratio"),
+                    "verify_cost_ratio": s.get("verify_cost_ratio"),
+                    "predicted_speedup": pred,
+                    "measured_over_predicted": meas / pred if pred and meas else None,
+                }
+            )
+        arms[name] = a
+    return arms
+
+
+def _best(summary: dict[str, Any], hf: bool) -> str | None:
+    names = [n for n in summary if _is_hf(n) == hf and n != BASELINE and "speedup" in summary[n]]
+    return max(names, key=lambda n: summary[n]["speedup"]["value"]) if names else None
+
+
+# ----------------------------------------------------------------------------- printing
+
+
+def _fmt(x: Any, spec: str = ".2f") -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    return format(x, spec)
+
+
+COLUMNS = (
+    ("group", 10),
+    ("arm", 22),
+    ("tok/s", 6),
+    ("95% CI", 13),
+    ("x base", 6),
+    ("95% CI", 11),
+    ("x HFgr", 6),
+    ("acc", 5),
+    ("MAL", 5),
+    ("c", 5),
+    ("m/pred", 6),
+    ("rep4", 5),
+    ("ident", 5),
+)
+
+
+def _row_cells(gname: str, name: str, a: dict[str, Any]) -> list[str]:
+    tps, sp = a["tokens_per_s"], a["speedup"]
+    return [
+        gname,
+        name,
+        _fmt(tps["median"], ".1f"),
+        f"[{_fmt(tps['ci_low'], '.1f')},{_fmt(tps['ci_high'], '.1f')}]",
+        _fmt(sp["value"]),
+        f"[{_fmt(sp['ci_low'])},{_fmt(sp['ci_high'])}]",
+        _fmt(a.get("speedup_vs_hf_greedy", {}).get("value")),
+        _fmt(a.get("acceptance_rate", {}).get("value")),
+        _fmt(a.get("mean_accepted_length", {}).get("value")),
+        _fmt(a.get("cost_ratio"), ".3f"),
+        _fmt(a.get("measured_over_predicted")),
+        _fmt(a["repetition_4gram"]["median"]),
+        _fmt(a["identical_to_baseline"]),
+    ]
+
+
+def print_table(groups: dict[str, dict[str, Any]], out: TextIO) -> None:
+    """One line per group and arm; x base: speedup over our baseline, x HFgr: over HF greedy,
+    acc: acceptance, MAL: mean accepted length, c: draft cost ratio, m/pred: measured over
+    predicted speedup, rep4: share of repeated 4-grams, ident: share identical to baseline."""
+
+    def line(cells: Sequence[str]) -> str:
+        widths = [w for _, w in COLUMNS]
+        pairs = enumerate(zip(cells, widths, strict=True))
+        return " ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in pairs)
+
+    head = line([c for c, _ in COLUMNS])
+    print(head, file=out)
+    print("-" * len(head), file=out)
+    for gname, g in groups.items():
+        for name, a in g["arms"].items():
+            print(line(_row_cells(gname, name, a)), file=out)
+    out.flush()
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+def _prompts(loaded: LoadedModel, n: int, context: int, seed: int, anchor_min: int, articles):
+    from specdec_lib.data import load_wikitext, make_prompts, split_articles
+
+    if articles is None:
+        _, articles = split_articles(load_wikitext(), seed=seed)
+    return make_prompts(
+        loaded.tokenizer,
+        articles,
+        n,
+        context,
+        seed=seed,
+        anchor_min=anchor_min,
+        continuation_tokens=LONG_TOKENS,
+    )
+
+
+def _group(
+    name: str,
+    arms: list[Arm],
+    prompts,
+    max_new_tokens: int,
+    warmup: int,
+) -> tuple[list[dict], dict[str, Any]]:
+    rows = run_paired(arms, prompts, max_new_tokens=max_new_tokens, warmup=warmup, progress=name)
+    return rows, summarize(rows)
+
+
+def _identity(
+    target: str,
+    device: str,
+    configs: Sequence[Config],
+    prompts,
+    max_new_tokens: int,
+    fit_ids_of: Callable[[LoadedModel], Callable[[], list[int]]],
+    loaded32: LoadedModel | None,
+) -> dict[str, Any]:
+    """Token identity in float32: each configuration and HF greedy against our baseline."""
+    t0 = time.perf_counter()
+    if loaded32 is None:
+        loaded32 = load_model(target, dtype="float32", device=device)
+    fit = fit_ids_of(loaded32)
+    arms = [Arm(Method(BASELINE, "none", 1), Generator.from_loaded(loaded32, "none"))]
+    arms += [_ours(loaded32, c, fit) for c in configs]
+    arms.append(_hf(loaded32, "greedy", None))
+    rows = run_paired(
+        arms, prompts, max_new_tokens=max_new_tokens, warmup=0, progress="identity fp32"
+    )
+    out = {
+        "dtype": "float32",
+        "prompts": len(prompts),
+        "max_new_tokens": max_new_tokens,
+        "identical_fraction": {
+            a.method.name: float(
+                np.mean([bool(r["identical"]) for r in rows if r["method"] == a.method.name])
+            )
+            for a in arms[1:]
+        },
+        "wall_s": time.perf_counter() - t0,
+    }
+    out["all_identical"] = all(v == 1.0 for v in out["identical_fraction"].values())
+    return out
+
+
+def run_bench(
+    target: str = "embedded",
+    dtype: str = "auto",
+    device: str = "auto",
+    n_prompts: int = 8,
+    max_new_tokens: int | None = None,
+    seed: int = 0,
+    quick: bool = False,
+    *,
+    loaded: LoadedModel | None = None,
+    loaded_fp32: LoadedModel | None = None,
+    articles=None,
+    out: TextIO | None = None,
+) -> dict[str, Any]:
+    """Run the benchmark; print the table and, last, one JSON line; return that JSON's dict.
+
+    `loaded` / `loaded_fp32` / `articles` inject a preloaded target (and its float32 twin for the
+    identity check) and the held-out articles, for tests on tiny models."""
+    out = out if out is not None else sys.stdout
+    t_start = time.perf_counter()
+    if n_prompts < 1:
+        raise SpecdecError(f"--prompts must be at least 1, got {n_prompts}")
+    if max_new_tokens is not None and max_new_tokens < 1:
+        raise SpecdecError(f"--max-new-tokens must be at least 1, got {max_new_tokens}")
+    long_tokens = max_new_tokens or (16 if quick else LONG_TOKENS)
+    short_tokens = min(SHORT_TOKENS, long_tokens) if not quick else min(8, long_tokens)
+    n = min(n_prompts, 2) if quick else n_prompts
+    ks = (4,) if quick else KS
+    contexts = CONTEXTS[:1] if quick else CONTEXTS
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if loaded is None:
+        loaded = load_model(target, dtype=dtype, device=device)
+    t_loaded = time.perf_counter()
+
+    def fit_ids_of(lm: LoadedModel) -> Callable[[], list[int]]:
+        if articles is not None:  # injected corpus: fit on the same articles (tests only)
+            from specdec_lib.data import fit_token_ids
+
+            return lambda: fit_token_ids(lm.tokenizer, articles)
+        return lambda: fit_ids_for(lm.tokenizer, "auto", seed)
+
+    fit_ids = fit_ids_of(loaded)
+    anchor_min = max(contexts)
+    prompts = {c: _prompts(loaded, n, c, seed, anchor_min, articles) for c in contexts}
+    warm_s = warm_kernels(
+        loaded,
+        max(ks) + 1,
+        [c + 1 for c in contexts] + [c for c in contexts],
+    )
+    ngram_cfgs = [Config(f"ngram_k{k}", "ngram", k) for k in ks]
+    best_long = BEST_LONG
+    best_short = BEST_SHORT
+    groups: dict[str, dict[str, Any]] = {}
+    all_rows: dict[str, list[dict]] = {}
+
+    def add(gname: str, arms: list[Arm], ps, tokens: int) -> dict[str, Any]:
+        rows, summary = _group(gname, arms, ps, tokens, warmup=1)
+        all_rows[gname] = rows
+        groups[gname] = {
+            "context_tokens": ps[0].context_tokens,
+            "max_new_tokens": tokens,
+            "n_prompts": len(ps),
+            "arms": _figures(rows, summary),
+            "best_ours": _best(summary, hf=False),
+            "best_hf": _best(summary, hf=True),
+        }
+        return groups[gname]
+
+    for c in contexts:
+        arms = [_ours(loaded, Config(BASELINE, "none", 1), fit_ids), _hf(loaded, "greedy", None)]
+        arms += [_ours(loaded, cfg, fit_ids) for cfg in ngram_cfgs]
+        arms += [_hf(loaded, "prompt_lookup", k) for k in ks]
+        arms.append(_ours(loaded, best_long, fit_ids))
+        add(f"long_c{c}", arms, prompts[c], long_tokens)
+
+    for c in contexts:
+        g = groups[f"long_c{c}"]
+        hf_best = g["best_hf"] or "hf_prompt_lookup_k4"
+        k_hf = int(hf_best.rsplit("_k", 1)[1]) if "_k" in hf_best else 4
+        arms = [_ours(loaded, Config(BASELINE, "none", 1), fit_ids), _hf(loaded, "greedy", None)]
+        arms.append(_hf(loaded, "prompt_lookup", k_hf))
+        arms.append(_ours(loaded, Config("ngram_k4", "ngram", 4), fit_ids))
+        arms.append(_ours(loaded, best_short, fit_ids))
+        add(f"short_c{c}", arms, prompts[c], short_tokens)
+
+    self_spec = _self_spec(loaded)
+    memory = measure_memory(loaded, fit_ids, list(prompts[contexts[0]][0].ids), 16, self_spec)
+
+    identity: dict[str, Any] | None = None
+    configs = [*ngram_cfgs, best_long, best_short]
+    id_prompts = prompts[contexts[0]][: 1 if quick else 2]
+    id_tokens = min(IDENTITY_TOKENS, long_tokens)
+    if loaded.dtype != torch.float32 or loaded_fp32 is not None:
+        identity = _identity(
+            target, device, configs, id_prompts, id_tokens, fit_ids_of, loaded_fp32
+        )
+    else:
+        identity = {
+            "dtype": "float32",
+            "note": "the run itself is float32: see identical_to_baseline",
+        }
+
+    targets = _targets(groups, all_rows, memory, contexts, quick)
+    print_table(groups, out)
+    result = {
+        "bench": "specdec",
+        "target": loaded.name,
+        "dtype": str(loaded.dtype).removeprefix("torch."),
+        "device": str(loaded.device),
+        "threads": torch.get_num_threads(),
+        "seed": seed,
+        "quick": quick,
+        "n_prompts": n,
+        "ks": list(ks),
+        "contexts": list(contexts),
+        "long_tokens": long_tokens,
+        "short_tokens": short_tokens,
+        "best_long": vars(best_long),
+        "best_short": vars(best_short),
+        "groups": groups,
+        "memory": memory,
+        "identity": identity,
+        "targets": targets,
+        "targets_met": all(t["met"] for t in targets.values() if t["met"] is not None),
+        "timing_s": {
+            "load": t_loaded - t_start,
+            "warm_kernels": warm_s,
+            "total": time.perf_counter() - t_start,
+        },
+    }
+    result = _clean(result)
+    _print_summary(targets, out)
+    print(json.dumps(result, sort_keys=True, allow_nan=False), file=out, flush=True)
+    return result
+
+
+def _target(value: float | None, threshold: float, *, at_most: bool = False, **extra) -> dict:
+    met = None if value is None else (value <= threshold if at_most else value >= threshold)
+    return {"value": value, "threshold": threshold, "met": met, **extra}
+
+
+def _targets(groups, all_rows, memory, contexts, quick) -> dict[str, Any]:
+    t: dict[str, Any] = {}
+    worst_pred: list[float] = []
+    for c in contexts:
+        g, rows = groups[f"long_c{c}"], all_rows[f"long_c{c}"]
+        arms = g["arms"]
+        r = _ratio(rows, "hf_greedy", BASELINE)
+        t[f"baseline_vs_hf_greedy_c{c}"] = _target(
+            r["value"], TARGETS["baseline_vs_hf_greedy"], ci=r
+        )
+        for name in arms:
+            if name.startswith("ngram_k"):
+                k = name.removeprefix("ngram_k")
+                hf = f"hf_prompt_lookup_k{k}"
+                if hf in arms:
+                    r = _ratio(rows, hf, name)
+                    t[f"ngram_vs_hf_prompt_lookup_k{k}_c{c}"] = _target(
+                        r["value"], TARGETS["ngram_vs_hf_prompt_lookup"], ci=r
+                    )
+        if g["best_ours"] and g["best_hf"]:
+            r = _ratio(rows, g["best_hf"], g["best_ours"])
+            t[f"best_vs_hf_best_c{c}"] = _target(
+                r["value"],
+                TARGETS["best_vs_hf_best"],
+                ci=r,
+                ours=g["best_ours"],
+                hf=g["best_hf"],
+                ours_speedup_over_baseline=arms[g["best_ours"]]["speedup"]["value"],
+                hf_speedup_over_baseline=arms[g["best_hf"]]["speedup"]["value"],
+            )
+    for c in contexts:
+        g, rows = groups[f"short_c{c}"], all_rows[f"short_c{c}"]
+        best = g["best_ours"]
+        if best:
+            r = _ratio(rows, BASELINE, best)
+            t[f"short_best_vs_baseline_c{c}"] = _target(
+                r["value"], TARGETS["short_best_vs_baseline"], ci=r, ours=best
+            )
+    for g in groups.values():
+        for a in g["arms"].values():
+            if a.get("measured_over_predicted") is not None:
+                worst_pred.append(a["measured_over_predicted"])
+    t["measured_over_predicted_min"] = _target(
+        min(worst_pred) if worst_pred else None,
+        TARGETS["measured_over_predicted"],
+        all=sorted(worst_pred),
+    )
+    t["self_draft_extra_memory"] = _target(
+        memory.get("self_draft_extra_fraction"),
+        TARGETS["self_draft_extra_memory"],
+        at_most=True,
+    )
+    return t
+
+
+def _print_summary(targets: dict[str, Any], out: TextIO) -> None:
+    print("", file=out)
+    for name, t in targets.items():
+        mark = {True: "met", False: "MISSED", None: "n/a"}[t["met"]]
+        sense = "<=" if name == "self_draft_extra_memory" else ">="
+        print(
+            f"  {name:<40} {_fmt(t['value'], '.3f'):>7} ({sense} {t['threshold']}) {mark}", file=out
+        )
+    out.flush()
+
+
+def _clean(o: Any) -> Any:
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    if isinstance(o, dict):
+        return {str(k): _clean(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_clean(v) for v in o]
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return _clean(float(o))
+    return o

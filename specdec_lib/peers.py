@@ -1,0 +1,155 @@
+"""Hugging Face `generate` on the same loaded model: the peers our decoders are measured against.
+
+`hf_generate` runs one prompt greedily in one of three modes and returns the new token ids and the
+wall time of the `generate` call:
+- "greedy": `generate(do_sample=False)`, the autoregressive peer;
+- "prompt_lookup": `prompt_lookup_num_tokens=k` (HF's n-gram lookup, its default
+  `max_matching_ngram_size`), the peer of our n-gram drafter;
+- "assisted": `assistant_model=assistant` drafting `num_assistant_tokens=k` with the "constant"
+  schedule and no confidence cut-off, so every round drafts k tokens as ours do.
+The generation config is built fresh (not the checkpoint's, which may carry sampling settings),
+with our EOS ids, a pad id, `max_new_tokens` and nothing else, so HF neither warns nor stops
+for any other reason than ours: after max_new_tokens or an EOS, which it keeps, as we do.
+
+`HFGenerator` wraps a mode as a Generator-like object (`generate_ids(ids, spec, sampling)`), so
+the HF peers run interleaved with our arms in `experiments.run_paired`.
+
+Knows nothing about our decoders, drafters or result files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+import time
+from typing import Any
+
+import torch
+from transformers import GenerationConfig
+
+from specdec_lib.cache import CachedLM
+from specdec_lib.config import SamplingConfig, SpecConfig
+from specdec_lib.decode import Generation, GenStats, device_sync
+from specdec_lib.errors import SpecdecError
+from specdec_lib.models import LoadedModel, eos_token_ids
+
+MODES = ("greedy", "prompt_lookup", "assisted")
+
+
+def _generation_config(loaded: LoadedModel, max_new_tokens: int, **extra: Any) -> GenerationConfig:
+    eos = eos_token_ids(loaded)
+    pad = loaded.tokenizer.pad_token_id
+    pad = int(pad) if pad is not None else (eos[0] if eos else 0)
+    return GenerationConfig(
+        do_sample=False,
+        max_new_tokens=int(max_new_tokens),
+        eos_token_id=eos or None,
+        pad_token_id=pad,
+        bos_token_id=loaded.tokenizer.bos_token_id,
+        use_cache=True,
+        return_dict_in_generate=False,
+        **extra,
+    )
+
+
+@contextlib.contextmanager
+def _quiet_transformers(quiet: bool):
+    """Silence transformers' logger: assisted generation calls the assistant's `generate` with
+    both a config and keyword arguments, which logs a deprecation notice we cannot avoid."""
+    log = logging.getLogger("transformers")
+    old = log.level
+    if quiet:
+        log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(old)
+
+
+def _assistant_model(assistant: Any) -> torch.nn.Module:
+    model = (
+        assistant if isinstance(assistant, torch.nn.Module) else getattr(assistant, "model", None)
+    )
+    if not isinstance(model, torch.nn.Module):
+        raise SpecdecError("mode 'assisted' needs an assistant model (a LoadedModel or a model)")
+    return model
+
+
+@torch.inference_mode()
+def hf_generate(
+    loaded: LoadedModel,
+    prompt_ids: list[int],
+    *,
+    max_new_tokens: int,
+    mode: str,
+    k: int | None = None,
+    assistant: Any = None,
+) -> tuple[list[int], float]:
+    """(new token ids, wall seconds of `model.generate`) for one prompt, greedy."""
+    if mode not in MODES:
+        raise SpecdecError(f"unknown Hugging Face mode {mode!r}; use one of {', '.join(MODES)}")
+    if not prompt_ids:
+        raise SpecdecError("the prompt is empty: give at least one token")
+    if mode != "greedy" and (k is None or int(k) < 1):
+        raise SpecdecError(f"mode {mode!r} needs k >= 1, got {k!r}")
+    model = loaded.model
+    input_ids = torch.tensor([list(prompt_ids)], dtype=torch.long, device=loaded.device)
+    kwargs: dict[str, Any] = {"attention_mask": torch.ones_like(input_ids)}
+    extra: dict[str, Any] = {}
+    restore = None
+    if mode == "prompt_lookup":
+        extra["prompt_lookup_num_tokens"] = int(k)
+    elif mode == "assisted":
+        helper = _assistant_model(assistant)
+        # HF reads the draft length from the assistant's own generation config; give it a private
+        # copy (an early-exit view shares the target's config object) and put it back afterwards.
+        restore = (helper, helper.generation_config)
+        own = copy.deepcopy(helper.generation_config)
+        own.num_assistant_tokens = int(k)
+        own.num_assistant_tokens_schedule = "constant"
+        own.assistant_confidence_threshold = 0.0
+        helper.generation_config = own
+        kwargs["assistant_model"] = helper
+    config = _generation_config(loaded, max_new_tokens, **extra)
+    try:
+        device_sync(loaded.device)
+        t0 = time.perf_counter()
+        with _quiet_transformers(mode == "assisted"):
+            out = model.generate(input_ids, generation_config=config, **kwargs)
+        device_sync(loaded.device)
+        wall = time.perf_counter() - t0
+    finally:
+        if restore is not None:
+            restore[0].generation_config = restore[1]
+    sequence = out.sequences if hasattr(out, "sequences") else out
+    return [int(t) for t in sequence[0, input_ids.shape[1] :].tolist()], wall
+
+
+class HFGenerator:
+    """A Hugging Face mode shaped like `generate.Generator` for `experiments.run_paired`:
+    `generate_ids` returns the tokens and stats holding only the token count and wall time."""
+
+    def __init__(self, loaded: LoadedModel, mode: str, k: int | None = None, assistant=None):
+        if mode not in MODES:
+            raise SpecdecError(f"unknown Hugging Face mode {mode!r}; use one of {', '.join(MODES)}")
+        self.target = loaded
+        self.lm = CachedLM(loaded.model)  # only .device is read (run_paired's top-2 margin)
+        self.mode, self.k, self.assistant = mode, k, assistant
+
+    def generate_ids(self, ids, spec: SpecConfig, sampling: SamplingConfig) -> Generation:
+        if not sampling.greedy:
+            raise SpecdecError("the Hugging Face peers run greedy only (temperature 0)")
+        tokens, wall = hf_generate(
+            self.target,
+            list(ids),
+            max_new_tokens=spec.max_new_tokens,
+            mode=self.mode,
+            k=None if self.mode == "greedy" else (self.k or spec.k),
+            assistant=self.assistant,
+        )
+        eos = set(eos_token_ids(self.target))
+        stats = GenStats(new_tokens=len(tokens), wall_s=float(wall))
+        if tokens and tokens[-1] in eos:
+            stats.stopped_by = "eos"
+        return Generation(tokens, stats)

@@ -25,6 +25,8 @@ BOOK_FLAGS ?= $(if $(filter embedded,$(PROFILE)),--strict,)
 WANDB_MODE ?= offline
 export WANDB_MODE
 export TOKENIZERS_PARALLELISM ?= false
+# progress bars (in the executed notebooks too): one update every 10 s at most
+export TQDM_MININTERVAL ?= 10
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH),)
 
 NOTEBOOKS := 01_baseline 02_bigram 03_transformer_draft 04_context_sweep 05_k_sweep \

@@ -73,22 +73,32 @@ class Config:
 
 # Our best lossless configurations on the embedded Gemma 3 270M (see the performance notes):
 # long runs repeat themselves, which prompt lookup copies; short ones have little to copy.
-BEST_LONG = Config("best", "ngram+bigram", 8)
-BEST_SHORT = Config("best_short", "ngram+bigram", 4)
+BEST_LONG = Config("best", "lookup+bigram:2", 12)
+BEST_SHORT = Config("best_short", "lookup+bigram:2", 8)
 
 
 def make_drafter(spec: str, loaded: LoadedModel, fit_ids: Callable[[], list[int]]) -> Drafter:
-    """Drafters by spec: the library's (`drafters.build_drafter`) plus `ngram:MAX` (lookup
-    matching up to MAX tokens) and `ngram:MAX+bigram`."""
+    """Drafters by spec: the library's (`drafters.build_drafter`) plus `ngram:MAX[+bigram]`
+    (lookup matching up to MAX tokens) and `lookup+bigram:KFB` (lookup at the full K, else
+    KFB bigram tokens: `drafters.lookup.LookupDrafter`)."""
     from specdec_lib.drafters import build_drafter
+    from specdec_lib.drafters.lookup import LookupDrafter
 
     kind, _, rest = spec.partition(":")
+
+    def bigram() -> BigramDrafter:
+        return BigramDrafter.fit(fit_ids(), loaded.vocab_size)
+
+    if kind in ("lookup", "lookup+bigram"):
+        if rest and not rest.isdigit():
+            raise SpecdecError(f"unknown bench drafter {spec!r}")
+        k_fb = int(rest) if rest else 2
+        return LookupDrafter(bigram() if kind == "lookup+bigram" else None, k_fallback=k_fb)
     if kind == "ngram" and rest:
         size, _, fallback = rest.partition("+")
         if not size.isdigit() or fallback not in ("", "bigram"):
             raise SpecdecError(f"unknown bench drafter {spec!r}")
-        fb = BigramDrafter.fit(fit_ids(), loaded.vocab_size) if fallback else None
-        return NgramDrafter(max_ngram=int(size), fallback=fb)
+        return NgramDrafter(max_ngram=int(size), fallback=bigram() if fallback else None)
     return build_drafter(spec, loaded, fit_ids=fit_ids)
 
 
@@ -131,6 +141,39 @@ def warm_kernels(loaded: LoadedModel, max_rows: int, prompt_lengths: Sequence[in
             cached.extend(ids[8 : 8 + m], m)
             cached.rollback(8)
     return time.perf_counter() - t0
+
+
+def choose_threads(loaded: LoadedModel) -> dict[str, Any]:
+    """Intra-op threads for the whole run (ours and HF alike): $SPECDEC_THREADS, else the faster
+    of 1 and torch's default for a few decode steps. On a small machine that other work shares,
+    threads that wait for each other at every kernel can be several times slower than one."""
+    default = torch.get_num_threads()
+    env = os.environ.get("SPECDEC_THREADS", "").strip()
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise SpecdecError(f"SPECDEC_THREADS must be a positive integer, got {env!r}")
+        torch.set_num_threads(int(env))
+        return {"threads": int(env), "chosen_by": "SPECDEC_THREADS", "step_s": None}
+    if loaded.device.type != "cpu" or default == 1:
+        return {"threads": default, "chosen_by": "default", "step_s": None}
+    lm = CachedLM(loaded.model)
+    ids = [int(i) % min(loaded.vocab_size, 1000) for i in range(3, 40)]
+    step_s: dict[int, float] = {}
+    for n in (default, 1, default):
+        torch.set_num_threads(n)
+        lm.reset()
+        lm.extend(ids[:20], 1)
+        t0 = time.perf_counter()
+        for i in range(20, 26):
+            lm.extend([ids[i]], 1)
+        step_s[n] = min(step_s.get(n, math.inf), (time.perf_counter() - t0) / 6)
+    best = min(step_s, key=step_s.get)
+    torch.set_num_threads(best)
+    return {
+        "threads": best,
+        "chosen_by": "timing",
+        "step_s": {str(k): v for k, v in step_s.items()},
+    }
 
 
 # ----------------------------------------------------------------------------- memory
@@ -448,7 +491,38 @@ def run_bench(
 
     `loaded` / `loaded_fp32` / `articles` inject a preloaded target (and its float32 twin for the
     identity check) and the held-out articles, for tests on tiny models."""
-    out = out if out is not None else sys.stdout
+    threads_before = torch.get_num_threads()
+    try:
+        return _run_bench(
+            target,
+            dtype,
+            device,
+            n_prompts,
+            max_new_tokens,
+            seed,
+            quick,
+            loaded,
+            loaded_fp32,
+            articles,
+            out if out is not None else sys.stdout,
+        )
+    finally:
+        torch.set_num_threads(threads_before)
+
+
+def _run_bench(
+    target,
+    dtype,
+    device,
+    n_prompts,
+    max_new_tokens,
+    seed,
+    quick,
+    loaded,
+    loaded_fp32,
+    articles,
+    out,
+) -> dict[str, Any]:
     t_start = time.perf_counter()
     if n_prompts < 1:
         raise SpecdecError(f"--prompts must be at least 1, got {n_prompts}")
@@ -474,11 +548,9 @@ def run_bench(
     fit_ids = fit_ids_of(loaded)
     anchor_min = max(contexts)
     prompts = {c: _prompts(loaded, n, c, seed, anchor_min, articles) for c in contexts}
-    warm_s = warm_kernels(
-        loaded,
-        max(ks) + 1,
-        [c + 1 for c in contexts] + [c for c in contexts],
-    )
+    max_k = max(*ks, BEST_LONG.k, BEST_SHORT.k)
+    warm_s = warm_kernels(loaded, max_k + 1, [c + 1 for c in contexts] + [c for c in contexts])
+    threads = choose_threads(loaded)
     ngram_cfgs = [Config(f"ngram_k{k}", "ngram", k) for k in ks]
     best_long = BEST_LONG
     best_short = BEST_SHORT
@@ -539,7 +611,7 @@ def run_bench(
         "target": loaded.name,
         "dtype": str(loaded.dtype).removeprefix("torch."),
         "device": str(loaded.device),
-        "threads": torch.get_num_threads(),
+        "threads": threads,
         "seed": seed,
         "quick": quick,
         "n_prompts": n,

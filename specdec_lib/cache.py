@@ -6,18 +6,21 @@ rollback stays exact after a sliding-window layer (Gemma 3: 512 tokens) would ha
 keys; the model still applies its sliding-window mask from positions. With `use_cache=False`
 every call recomputes the whole sequence, which is how the "no KV cache" experiments are run.
 
-Two things make a call cheaper without changing a single logit (tests check bit-equality):
+Three things make a call cheaper on the CPU without changing a logit (tests check bit-equality):
 - the cache (`GrowingCache`) writes keys and values into preallocated buffers that double when
   full, instead of concatenating the whole cache at every call; a crop only moves the length;
-- on a CPU in bfloat16/float16 every `nn.Linear` (the 262144 x 640 LM head of Gemma 3 270M
-  included) runs through oneDNN with its weight reordered once ("packed") into oneDNN's blocked
-  layout: the plain path re-reads and repacks the weight at every call. Measured on the 2-core
-  CPU: LM head 23-44 ms -> 12-15 ms per call for 1 to 9 positions, the 18-layer body 32 -> 22 ms;
-  the outputs are bit-identical to `torch.nn.functional.linear`. The packed copies cost the
-  size of the weights once (about 0.5 GB for the 270M model in bfloat16). float32 keeps the stock
-  path, whose results do not depend on how many positions a call scores.
-The model itself is left untouched: a shallow "fast view" shares every module except the linear
-layers, so Hugging Face `generate` on the same model still runs the stock path.
+- in bfloat16/float16 every `nn.Linear` (the 262144 x 640 LM head of Gemma 3 270M included) runs
+  through oneDNN with its weight reordered once ("packed") into oneDNN's blocked layout. Measured
+  on the 2-core CPU, quiet: LM head 23-44 ms -> 12-15 ms a call for 1 to 9 positions, the
+  18-layer body 32 -> 22 ms; the outputs are bit-identical to `torch.nn.functional.linear`. The
+  packed copies cost the size of the weights once (0.54 GB for the 270M model in bfloat16);
+- every linear layer sees a 2-D input. A 3-D input with unusual strides (the last position of a
+  prefill, `logits_to_keep=1`) sends `F.linear` down a batched-matmul path that first copies the
+  whole weight: 2.3 s for the LM head of the 270M model in bfloat16 on this CPU (Hugging Face
+  `generate` pays it at every prefill).
+float32 keeps the stock kernels (only the 2-D input), whose results do not depend on how many
+positions a call scores. The model itself is left untouched: a shallow "fast view" shares every
+module except the linear layers, so Hugging Face `generate` on the same model runs the stock path.
 
 Knows nothing about sampling, drafters or the verifier.
 """
@@ -116,14 +119,16 @@ def packing_available() -> bool:
 
 
 class PackedLinear(torch.nn.Module):
-    """`linear` computed by oneDNN from a weight reordered once; bit-identical to F.linear.
+    """`linear` on a 2-D view of the input, computed by oneDNN from a weight reordered once when
+    `pack` (bfloat16/float16), else by F.linear; bit-identical to F.linear either way.
 
     The packed weight is kept per source `nn.Linear` (in `_PACKED`), so views of the same model
     (the target and its early-exit self-draft) share it; it is rebuilt if the weight changes."""
 
-    def __init__(self, source: torch.nn.Linear):
+    def __init__(self, source: torch.nn.Linear, pack: bool = True):
         super().__init__()
         self.source = source
+        self.pack = pack
 
     def packed(self) -> torch.Tensor:
         w = self.source.weight
@@ -137,38 +142,53 @@ class PackedLinear(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w = self.source.weight
-        if x.dtype != w.dtype or x.device.type != "cpu":
+        if x.device.type != "cpu" or x.dtype != w.dtype:
             return self.source(x)
         shape = x.shape
-        y = torch.ops.mkldnn._linear_pointwise(
-            x.reshape(-1, shape[-1]), self.packed(), self.source.bias, "none", [], ""
-        )
+        x2 = x.reshape(-1, shape[-1])
+        if self.pack and w.dtype in PACKED_DTYPES:
+            y = torch.ops.mkldnn._linear_pointwise(
+                x2, self.packed(), self.source.bias, "none", [], ""
+            )
+        else:
+            y = torch.nn.functional.linear(x2, w, self.source.bias)
         return y.reshape(*shape[:-1], y.shape[-1])
 
 
-def _fast_view(module: torch.nn.Module) -> torch.nn.Module:
+def _fast_view(module: torch.nn.Module, pack: bool) -> torch.nn.Module:
     """A shallow copy of module whose nn.Linear descendants run as PackedLinear."""
     if isinstance(module, torch.nn.Linear):
-        return PackedLinear(module)
+        return PackedLinear(module, pack)
     if not any(isinstance(m, torch.nn.Linear) for m in module.modules()):
         return module
     new = copy.copy(module)
     new._modules = {
-        name: (_fast_view(child) if child is not None else None)
+        name: (_fast_view(child, pack) if child is not None else None)
         for name, child in module._modules.items()
     }
     return new
 
 
-def wants_packing(model: torch.nn.Module) -> bool:
-    """Whether linear layers of this model get the packed oneDNN path (CPU, bf16/fp16)."""
-    if os.environ.get("SPECDEC_NO_PACK", "").strip().lower() in {"1", "true", "yes"}:
-        return False
+def _off(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes"}
+
+
+def wants_fast_view(model: torch.nn.Module) -> bool:
+    """Whether this model runs through the fast view: on the CPU, unless $SPECDEC_NO_FAST."""
     try:
         p = next(model.parameters())
     except StopIteration:
         return False
-    return p.device.type == "cpu" and p.dtype in PACKED_DTYPES and packing_available()
+    return p.device.type == "cpu" and not _off("SPECDEC_NO_FAST")
+
+
+def wants_packing(model: torch.nn.Module) -> bool:
+    """Whether linear layers of this model get the packed oneDNN path (CPU, bf16/fp16), unless
+    $SPECDEC_NO_PACK."""
+    if not wants_fast_view(model) or _off("SPECDEC_NO_PACK"):
+        return False
+    p = next(model.parameters())
+    return p.dtype in PACKED_DTYPES and packing_available()
 
 
 class CachedLM:
@@ -183,6 +203,7 @@ class CachedLM:
         vocab_size: int | None = None,
         fast: bool | None = None,
     ):
+        """fast: run through the fast view (None: on the CPU); packing follows the dtype."""
         self.model = model
         self.use_cache = use_cache
         self.vocab_size = (
@@ -190,7 +211,8 @@ class CachedLM:
         )
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
-        self.fast = wants_packing(model) if fast is None else bool(fast)
+        self.fast = wants_fast_view(model) if fast is None else bool(fast)
+        self.packed = self.fast and wants_packing(model)
         self._runner: torch.nn.Module | None = None  # the fast view, built at first call
         self.tokens: list[int] = []
         self.cache: DynamicCache | None = None
@@ -200,7 +222,7 @@ class CachedLM:
     def runner(self) -> torch.nn.Module:
         """The module actually called: the model, or its packed fast view."""
         if self._runner is None:
-            self._runner = _fast_view(self.model) if self.fast else self.model
+            self._runner = _fast_view(self.model, self.packed) if self.fast else self.model
         return self._runner
 
     def reset(self) -> None:

@@ -113,3 +113,30 @@ def test_arm_names_and_profiles():
         }  # fmt: skip
         sweep = prof["experiments"]["context_sweep"]["contexts"]
         assert 20 in sweep and 20 in prof["experiments"]["context_sweep_nocache"]["contexts"]
+
+
+def test_notebooks_match_their_generator():
+    """notebooks/*.ipynb are what notebooks/make_notebooks.py writes, without outputs, each with
+    exactly one `parameters` cell of typed literals."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, str(root / "notebooks" / "make_notebooks.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name in study.EXPERIMENTS:
+        nb = json.loads((root / "notebooks" / f"{name}.ipynb").read_text())
+        code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+        assert all(not c["outputs"] and c["execution_count"] is None for c in code)
+        params = [c for c in code if "parameters" in c["metadata"].get("tags", [])]
+        assert len(params) == 1
+        for line in "".join(params[0]["source"]).splitlines():
+            assert ": " in line.split("=")[0] and line.split("#")[0].count("=") == 1, line
+        assert "colab-badge.svg" in "".join(nb["cells"][0]["source"])
+        assert "google.colab" in "".join(code[0]["source"])

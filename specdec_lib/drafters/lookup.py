@@ -1,0 +1,51 @@
+"""Prompt lookup with a short fallback: a long draft when the sequence repeats, a short one when
+it does not.
+
+When the last tokens occur earlier in the sequence (longest n-gram first, most recent match, an
+overlapping copy: see `NgramDrafter`) the copy is proposed at the full K. When nothing matches,
+the fallback (the corpus bigram, say) proposes only `k_fallback` tokens: a chained bigram is right
+about one time in five for its first token and far less after that, so drafting it to K only
+makes verification longer. With verification nearly free (about 1.02 target steps per extra
+position in bfloat16 on the CPU) the copy pays at large K and the fallback at 1-2 tokens.
+Deterministic, so its q is a point mass. Knows nothing about models.
+"""
+
+from __future__ import annotations
+
+from specdec_lib.drafters.base import Draft, Drafter
+from specdec_lib.drafters.ngram import NgramDrafter
+from specdec_lib.errors import SpecdecError
+
+
+class LookupDrafter(Drafter):
+    name = "lookup"
+
+    def __init__(
+        self,
+        fallback: Drafter | None = None,
+        *,
+        k_fallback: int = 2,
+        max_ngram: int = 3,
+        min_ngram: int = 1,
+    ):
+        if k_fallback < 0:
+            raise SpecdecError(f"k_fallback must be >= 0, got {k_fallback}")
+        self.lookup = NgramDrafter(max_ngram=max_ngram, min_ngram=min_ngram)
+        self.fallback, self.k_fallback = fallback, k_fallback
+
+    def begin(self, prompt: list[int]) -> None:
+        if self.fallback is not None:
+            self.fallback.begin(prompt)
+
+    def propose(self, seq, k, sampling, generator) -> Draft:
+        tokens = self.lookup.lookup(seq, k)
+        if tokens or self.fallback is None or self.k_fallback == 0:
+            return Draft(tokens)
+        extra = self.fallback.propose(seq, min(k, self.k_fallback), sampling, generator)
+        if extra.q is not None:
+            raise SpecdecError("a lookup fallback must be deterministic (a point-mass drafter)")
+        return Draft(list(extra.tokens)[: min(k, self.k_fallback)])
+
+    def observe(self, seq: list[int], n_proposed: int, n_accepted: int) -> None:
+        if self.fallback is not None:
+            self.fallback.observe(seq, n_proposed, n_accepted)

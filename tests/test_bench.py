@@ -1,0 +1,220 @@
+"""The benchmark and its Hugging Face peers on tiny random Gemma models (nothing downloaded): HF
+greedy, prompt lookup and assisted generation reproduce our greedy output in float32; the packed
+bfloat16 fast path and the growing KV cache give bit-identical logits; `bench --quick` prints
+its table and ends with one JSON line holding every figure."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+import torch
+from conftest import tiny_gemma
+
+from specdec_lib.bench import run_bench
+from specdec_lib.cache import CachedLM, packing_available
+from specdec_lib.config import SamplingConfig, SpecConfig
+from specdec_lib.data import Article
+from specdec_lib.decode import autoregressive_decode
+from specdec_lib.drafters.self_draft import early_exit_model
+from specdec_lib.errors import SpecdecError
+from specdec_lib.models import LoadedModel
+from specdec_lib.peers import HFGenerator, hf_generate
+
+pytestmark = pytest.mark.usefixtures("single_thread")
+
+BYTE_VOCAB = 3 + 256  # pad 0, eos 1, bos 2, then one id per byte
+
+
+class ByteTokenizer:
+    """A tiny offline tokenizer: one id per UTF-8 byte, after pad/eos/bos."""
+
+    pad_token_id, eos_token_id, bos_token_id = 0, 1, 2
+    all_special_ids = [0, 1, 2]
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        ids = [b + 3 for b in text.encode("utf-8")]
+        return [self.bos_token_id, *ids] if add_special_tokens else ids
+
+    def decode(self, ids, skip_special_tokens: bool = False) -> str:
+        return bytes(i - 3 for i in ids if i >= 3).decode("utf-8", errors="replace")
+
+    def __len__(self) -> int:
+        return BYTE_VOCAB
+
+    def get_vocab(self) -> dict[str, int]:
+        return {f"<{i}>": i for i in range(BYTE_VOCAB)}
+
+
+def loaded_tiny(dtype: torch.dtype, n_layers: int = 4, seed: int = 0) -> LoadedModel:
+    model = tiny_gemma(seed, n_layers, vocab=BYTE_VOCAB, dtype=dtype, window=16)
+    model.generation_config.eos_token_id = 1
+    return LoadedModel(model, ByteTokenizer(), "tiny", dtype, torch.device("cpu"), BYTE_VOCAB)
+
+
+@pytest.fixture(scope="module")
+def tiny32() -> LoadedModel:
+    return loaded_tiny(torch.float32)
+
+
+def prompt(seed: int, n: int = 12) -> list[int]:
+    g = torch.Generator().manual_seed(seed)
+    return [2, *torch.randint(3, BYTE_VOCAB, (n,), generator=g).tolist()]
+
+
+# ----------------------------------------------------------------------------- peers
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_hf_greedy_equals_our_autoregressive_output_in_float32(tiny32, seed):
+    p = prompt(seed)
+    ours = autoregressive_decode(CachedLM(tiny32.model), p, max_new_tokens=24, eos_ids=[1])
+    tokens, wall = hf_generate(tiny32, p, max_new_tokens=24, mode="greedy")
+    assert tokens == ours.tokens
+    assert wall > 0
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_hf_prompt_lookup_and_assisted_are_lossless_too(tiny32, k):
+    p = prompt(10 + k)
+    ours = autoregressive_decode(CachedLM(tiny32.model), p, max_new_tokens=20, eos_ids=[1]).tokens
+    lookup, _ = hf_generate(tiny32, p, max_new_tokens=20, mode="prompt_lookup", k=k)
+    helper = early_exit_model(tiny32.model, 2)
+    assisted, _ = hf_generate(tiny32, p, max_new_tokens=20, mode="assisted", k=k, assistant=helper)
+    assert lookup == ours
+    assert assisted == ours
+
+
+def test_assisted_leaves_the_shared_generation_config_alone(tiny32):
+    before = tiny32.model.generation_config.to_dict()
+    helper = early_exit_model(tiny32.model, 1)
+    hf_generate(tiny32, prompt(3), max_new_tokens=6, mode="assisted", k=5, assistant=helper)
+    assert tiny32.model.generation_config.to_dict() == before
+    assert helper.generation_config is tiny32.model.generation_config
+
+
+def test_hf_stops_after_eos_like_ours(tiny32):
+    p = prompt(5)
+    ref = autoregressive_decode(CachedLM(tiny32.model), p, max_new_tokens=8).tokens
+    eos = ref[3]
+    tiny32.model.generation_config.eos_token_id = eos
+    try:
+        tokens, _ = hf_generate(tiny32, p, max_new_tokens=8, mode="greedy")
+        ours = autoregressive_decode(CachedLM(tiny32.model), p, max_new_tokens=8, eos_ids=[eos])
+    finally:
+        tiny32.model.generation_config.eos_token_id = 1
+    assert tokens == ours.tokens == ref[: ref.index(eos) + 1]
+
+
+def test_hf_generator_runs_like_a_generator(tiny32):
+    gen = HFGenerator(tiny32, "prompt_lookup", 2)
+    out = gen.generate_ids(prompt(7), SpecConfig(2, 10), SamplingConfig())
+    assert out.stats.new_tokens == len(out.tokens) == 10 and out.stats.wall_s > 0
+    with pytest.raises(SpecdecError):
+        gen.generate_ids(prompt(7), SpecConfig(2, 10), SamplingConfig(temperature=1.0))
+
+
+@pytest.mark.parametrize(
+    "kw", [{"mode": "beam"}, {"mode": "prompt_lookup"}, {"mode": "assisted", "k": 2}]
+)
+def test_hf_generate_rejects_bad_requests(tiny32, kw):
+    with pytest.raises(SpecdecError):
+        hf_generate(tiny32, prompt(1), max_new_tokens=4, **kw)
+
+
+# ----------------------------------------------------------------------------- fast path
+
+
+def _script(lm: CachedLM, ids: list[int]) -> list[torch.Tensor]:
+    """Prefill, steps, verifications and rollbacks, past the capacity of the first buffer."""
+    out = []
+    lm.reset()
+    out.append(lm.extend(ids[:30], 1))
+    out.append(lm.extend(ids[30:35], 5))
+    lm.rollback(32)
+    out.append(lm.extend(ids[32:33], 1))
+    out.append(lm.extend(ids[33:300], 4))
+    lm.rollback(290)
+    out.append(lm.extend(ids[290:299], 9))
+    assert lm.cache.get_seq_length() == len(lm.tokens) == 299
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_growing_cache_and_packed_linears_give_bit_identical_logits(dtype):
+    model = tiny_gemma(3, 4, vocab=BYTE_VOCAB, dtype=dtype, window=16)
+    ids = [int(i) for i in torch.randint(3, BYTE_VOCAB, (300,), generator=torch.Generator())]
+    fast = CachedLM(model)
+    assert fast.fast and fast.packed == (dtype == torch.bfloat16 and packing_available())
+    ref = _script(CachedLM(model, fast=False), ids)
+    got = _script(fast, ids)
+    for a, b in zip(ref, got, strict=True):
+        assert torch.equal(a, b)
+    # and the same as a plain forward without any cache: the prefix logits of the whole sequence
+    with torch.inference_mode():
+        plain = model(input_ids=torch.tensor([ids[:35]]), use_cache=False, logits_to_keep=5)
+    assert torch.allclose(
+        plain.logits[0].float(), got[1].float(), atol=0.05 if dtype != torch.float32 else 1e-4
+    )
+
+
+@pytest.mark.skipif(not packing_available(), reason="oneDNN packing unavailable")
+def test_packed_path_leaves_the_model_alone_and_shares_packed_weights():
+    from specdec_lib.cache import _PACKED
+
+    model = tiny_gemma(4, 4, vocab=BYTE_VOCAB, dtype=torch.bfloat16, window=16)
+    lm = CachedLM(model)
+    lm.reset()
+    lm.extend([2, 5, 9], 1)
+    assert all(isinstance(m, torch.nn.Linear) for m in [model.lm_head])  # untouched
+    draft = CachedLM(early_exit_model(model, 2))
+    draft.reset()
+    draft.extend([2, 5, 9], 1)
+    layer0 = model.model.layers[0].self_attn.q_proj
+    assert layer0 in _PACKED
+    n_packed = sum(1 for m in model.modules() if m in _PACKED)
+    assert n_packed == sum(isinstance(m, torch.nn.Linear) for m in model.modules())
+
+
+# ----------------------------------------------------------------------------- bench
+
+
+def articles() -> list[Article]:
+    from specdec_lib.data import load_wikitext, split_articles
+
+    _, held_out = split_articles(load_wikitext("bundled"), seed=0)
+    return held_out[:12]
+
+
+def test_bench_quick_prints_a_table_and_one_json_line_last():
+    loaded = loaded_tiny(torch.bfloat16, n_layers=4, seed=0)
+    twin = loaded_tiny(torch.float32, n_layers=4, seed=0)
+    out = io.StringIO()
+    result = run_bench(
+        "tiny",
+        n_prompts=2,
+        quick=True,
+        loaded=loaded,
+        loaded_fp32=twin,
+        articles=articles(),
+        out=out,
+    )
+    lines = out.getvalue().strip().splitlines()
+    assert lines[0].startswith("group")
+    last = json.loads(lines[-1])
+    assert last == json.loads(json.dumps(result))
+    assert last["quick"] is True and last["n_prompts"] == 2
+    long = last["groups"]["long_c20"]["arms"]
+    assert {"baseline", "hf_greedy", "ngram_k4", "hf_prompt_lookup_k4", "best"} <= set(long)
+    for arm in long.values():
+        assert arm["tokens_per_s"]["median"] > 0
+        assert 0.0 <= arm["repetition_4gram"]["median"] <= 1.0
+    assert long["hf_greedy"]["identical_to_baseline"] == 1.0  # bfloat16, same kernels
+    assert "acceptance_rate" in long["ngram_k4"] and "cost_ratio" in long["best"]
+    assert last["identity"]["all_identical"] is True  # float32: every configuration lossless
+    mem = last["memory"]
+    assert mem["target_bytes"] > 0 and mem["self_draft_extra_bytes"] > 0
+    for name, t in last["targets"].items():
+        assert set(t) >= {"value", "threshold", "met"}, name
+    assert "short_best_vs_baseline_c20" in last["targets"]

@@ -29,6 +29,7 @@ import torch
 import yaml
 from tqdm.auto import tqdm
 
+from specdec_lib.errors import SpecdecError
 from specdec_lib.experiments import (
     BASELINE,
     Arm,
@@ -68,7 +69,7 @@ def load_profile(name: str) -> dict[str, Any]:
     path = Path(name) if name.endswith((".yaml", ".yml")) else PROFILES / f"{name}.yaml"
     if not path.is_file():
         known = sorted(p.stem for p in PROFILES.glob("*.yaml"))
-        raise FileNotFoundError(f"no profile {name!r}: known profiles are {known}")
+        raise SpecdecError(f"no profile {name!r}: known profiles are {known}")
     prof = yaml.safe_load(path.read_text(encoding="utf-8"))
     prof.setdefault("name", path.stem)
     return prof

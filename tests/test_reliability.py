@@ -193,3 +193,10 @@ def test_published_json_is_strict_and_scrubbed(tmp_path, monkeypatch):
         assert "secretsecret" not in text
         if f.suffix == ".json":
             json.loads(text, parse_constant=_refuse_constant)
+
+
+def test_unknown_profile_is_a_one_line_specdec_error():
+    from specdec_lib.study import load_profile
+
+    with pytest.raises(SpecdecError, match="no profile 'nope': known profiles are"):
+        load_profile("nope")

@@ -6,47 +6,43 @@ rollback stays exact after a sliding-window layer (Gemma 3: 512 tokens) would ha
 keys; the model still applies its sliding-window mask from positions. With `use_cache=False`
 every call recomputes the whole sequence, which is how the "no KV cache" experiments are run.
 
-Three things make a call cheaper on the CPU without changing a logit (tests check bit-equality):
-- the cache (`GrowingCache`) writes keys and values into preallocated buffers that double when
-  full, instead of concatenating the whole cache at every call; a crop only moves the length;
-- in bfloat16/float16 every `nn.Linear` (the 262144 x 640 LM head of Gemma 3 270M included) runs
-  through oneDNN with its weight reordered once ("packed") into oneDNN's blocked layout. Measured
-  on the 2-core CPU, quiet: LM head 23-44 ms -> 12-15 ms a call for 1 to 9 positions, the
-  18-layer body 32 -> 22 ms; the outputs are bit-identical to `torch.nn.functional.linear`. The
-  packed copies cost the size of the weights once (0.54 GB for the 270M model in bfloat16);
-- every linear layer sees a 2-D input. A 3-D input with unusual strides (the last position of a
-  prefill, `logits_to_keep=1`) sends `F.linear` down a batched-matmul path that first copies the
-  whole weight: 2.3 s for the LM head of the 270M model in bfloat16 on this CPU (Hugging Face
-  `generate` pays it at every prefill).
-float32 keeps the stock kernels (only the 2-D input), whose results do not depend on how many
-positions a call scores. The model itself is left untouched: a shallow "fast view" shares every
-module except the linear layers, so Hugging Face `generate` on the same model runs the stock path.
+The cache (`GrowingCache`) writes keys and values into preallocated, zeroed buffers that double
+when full, instead of concatenating the whole cache at every call; a crop only moves the length.
+On the CPU the model runs through `fastpath.fast_view`: packed oneDNN linear layers in
+bfloat16/float16 (the 270M target's step 55 -> 34 ms here) and, in those dtypes, batch-invariant
+attention, so that greedy speculation reproduces greedy decoding bit for bit in bfloat16 too.
+`fast=False` runs the model as it is.
 
 Knows nothing about sampling, drafters or the verifier.
 """
 
 from __future__ import annotations
 
-import copy
-import os
-import weakref
-
 import torch
 from transformers import DynamicCache
 from transformers.cache_utils import Cache, DynamicLayer
 
 from specdec_lib.errors import SpecdecError
+from specdec_lib.fastpath import (  # noqa: F401 - re-exported
+    _PACKED,
+    BUCKET,
+    BUFFER_ATTR,
+    fast_view,
+    packing_available,
+    wants_fast_view,
+    wants_packing,
+)
 
-PACKED_DTYPES = (torch.bfloat16, torch.float16)
 _MIN_CAPACITY = 256  # tokens preallocated per layer at first use; doubles when full
-# nn.Linear -> (weight key, packed weight); weak, so a dropped model frees its packed copies
-_PACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class GrowingLayer(DynamicLayer):
     """A full-attention cache layer in a preallocated buffer: `update` writes in place, `crop`
     moves the length. Keys and values it returns are prefix views of the buffer; their values
-    and shapes are exactly those `DynamicLayer` would return."""
+    and shapes are exactly those `DynamicLayer` would return. The views carry the buffer (as
+    `BUFFER_ATTR`) for `fastpath.invariant_attention`, which reads zero or stale, always finite,
+    entries past the length and masks them; buffers are zeroed and sized in multiples of
+    `BUCKET`."""
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         self.device = key_states.device
@@ -61,8 +57,9 @@ class GrowingLayer(DynamicLayer):
         cap = max(_MIN_CAPACITY, need)
         if self._kbuf is not None:
             cap = max(cap, 2 * self._kbuf.shape[-2])
-        k = key_states.new_empty((*key_states.shape[:-2], cap, key_states.shape[-1]))
-        v = value_states.new_empty((*value_states.shape[:-2], cap, value_states.shape[-1]))
+        cap = -(-cap // BUCKET) * BUCKET
+        k = key_states.new_zeros((*key_states.shape[:-2], cap, key_states.shape[-1]))
+        v = value_states.new_zeros((*value_states.shape[:-2], cap, value_states.shape[-1]))
         if self._len:
             k[..., : self._len, :].copy_(self._kbuf[..., : self._len, :])
             v[..., : self._len, :].copy_(self._vbuf[..., : self._len, :])
@@ -81,6 +78,8 @@ class GrowingLayer(DynamicLayer):
         self._len = end
         self.keys = self._kbuf[..., :end, :]
         self.values = self._vbuf[..., :end, :]
+        setattr(self.keys, BUFFER_ATTR, self._kbuf)
+        setattr(self.values, BUFFER_ATTR, self._vbuf)
         return self.keys, self.values
 
     def get_seq_length(self) -> int:
@@ -107,88 +106,6 @@ class GrowingCache(DynamicCache):
 
     def __init__(self) -> None:
         Cache.__init__(self, layer_class_to_replicate=GrowingLayer)
-
-
-def packing_available() -> bool:
-    mkldnn = getattr(torch.ops, "mkldnn", None)
-    return (
-        torch.backends.mkldnn.is_available()
-        and hasattr(mkldnn, "_reorder_linear_weight")
-        and hasattr(mkldnn, "_linear_pointwise")
-    )
-
-
-class PackedLinear(torch.nn.Module):
-    """`linear` on a 2-D view of the input, computed by oneDNN from a weight reordered once when
-    `pack` (bfloat16/float16), else by F.linear; bit-identical to F.linear either way.
-
-    The packed weight is kept per source `nn.Linear` (in `_PACKED`), so views of the same model
-    (the target and its early-exit self-draft) share it; it is rebuilt if the weight changes."""
-
-    def __init__(self, source: torch.nn.Linear, pack: bool = True):
-        super().__init__()
-        self.source = source
-        self.pack = pack
-
-    def packed(self) -> torch.Tensor:
-        w = self.source.weight
-        key = (w.data_ptr(), w._version, tuple(w.shape), w.dtype)
-        cached = _PACKED.get(self.source)
-        if cached is None or cached[0] != key:
-            packed = torch.ops.mkldnn._reorder_linear_weight(w.detach(), 1)
-            _PACKED[self.source] = (key, packed)
-            return packed
-        return cached[1]
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        w = self.source.weight
-        if x.device.type != "cpu" or x.dtype != w.dtype:
-            return self.source(x)
-        shape = x.shape
-        x2 = x.reshape(-1, shape[-1])
-        if self.pack and w.dtype in PACKED_DTYPES:
-            y = torch.ops.mkldnn._linear_pointwise(
-                x2, self.packed(), self.source.bias, "none", [], ""
-            )
-        else:
-            y = torch.nn.functional.linear(x2, w, self.source.bias)
-        return y.reshape(*shape[:-1], y.shape[-1])
-
-
-def _fast_view(module: torch.nn.Module, pack: bool) -> torch.nn.Module:
-    """A shallow copy of module whose nn.Linear descendants run as PackedLinear."""
-    if isinstance(module, torch.nn.Linear):
-        return PackedLinear(module, pack)
-    if not any(isinstance(m, torch.nn.Linear) for m in module.modules()):
-        return module
-    new = copy.copy(module)
-    new._modules = {
-        name: (_fast_view(child, pack) if child is not None else None)
-        for name, child in module._modules.items()
-    }
-    return new
-
-
-def _off(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes"}
-
-
-def wants_fast_view(model: torch.nn.Module) -> bool:
-    """Whether this model runs through the fast view: on the CPU, unless $SPECDEC_NO_FAST."""
-    try:
-        p = next(model.parameters())
-    except StopIteration:
-        return False
-    return p.device.type == "cpu" and not _off("SPECDEC_NO_FAST")
-
-
-def wants_packing(model: torch.nn.Module) -> bool:
-    """Whether linear layers of this model get the packed oneDNN path (CPU, bf16/fp16), unless
-    $SPECDEC_NO_PACK."""
-    if not wants_fast_view(model) or _off("SPECDEC_NO_PACK"):
-        return False
-    p = next(model.parameters())
-    return p.dtype in PACKED_DTYPES and packing_available()
 
 
 class CachedLM:
@@ -222,7 +139,7 @@ class CachedLM:
     def runner(self) -> torch.nn.Module:
         """The module actually called: the model, or its packed fast view."""
         if self._runner is None:
-            self._runner = _fast_view(self.model, self.packed) if self.fast else self.model
+            self._runner = fast_view(self.model, self.packed) if self.fast else self.model
         return self._runner
 
     def reset(self) -> None:

@@ -302,7 +302,7 @@ def _self_spec(loaded: LoadedModel) -> str:
     """The library's self-draft, scaled down for models smaller than the embedded one."""
     cfg = loaded.model.config
     cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
-    layers = max(1, min(SELF_LAYERS, int(cfg.num_hidden_layers) - 1))
+    layers = max(1, min(SELF_LAYERS, int(cfg.num_hidden_layers)))
     keep = min(SELF_KEEP, max(loaded.vocab_size // 2, 1))
     return f"self:{layers}:{keep}"
 

@@ -12,6 +12,9 @@ call scores, so greedy speculative decoding reproduces greedy decoding bit for b
   (quiet, 2 threads): LM head 23-44 ms -> 12-15 ms a call for 1 to 9 positions, the 18-layer
   body 32 -> 22 ms, bit-identical to `F.linear`. The packed copies cost the weights' size once
   (0.54 GB for the 270M model in bfloat16).
+- without `pack` (float32), a float32 weight of at least `WIDE` output rows (the LM head) takes
+  its multi-row products as `W @ x^T`, which streams the weight once where F.linear repacks it:
+  the verification of K + 1 positions then costs about what one decode step costs.
 - batch invariance, with `pack` only: oneDNN's kernel for some shapes changes with the number of
   rows (with one thread, the 640 x 2048 MLP down-projection for 4 rows or more), so row i of a
   K+1-row verification differed from the same position scored alone. A probe finds such shapes
@@ -42,6 +45,11 @@ ROWS = 16  # fixed row count of the batch-invariant matmuls
 BUCKET = 64  # key windows are padded to a multiple of this many positions
 ATTENTION = "specdec_invariant"
 BUFFER_ATTR = "_specdec_buffer"  # set by GrowingLayer on the key/value views it returns
+# float32 weights with at least this many output rows (an LM head) multiply a 2..M-row input as
+# W @ x^T: F.linear's x @ W^T path repacks the whole weight at every call. Measured on the
+# 2-core AVX2 CPU (AMD EPYC), 262144 x 640 head, float32: 2 / 5 / 9 rows 135 / 171 / 188 ms ->
+# 45 / 61 / 99 ms; one row stays on F.linear's matrix-vector kernel (64 ms).
+WIDE = 16384
 
 # nn.Linear -> (weight key, packed weight); weak, so a dropped model frees its packed copies
 _PACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -168,6 +176,9 @@ class PackedLinear(torch.nn.Module):
                 y = _packed_linear(x2, packed, bias)
             else:
                 y = _in_fixed_rows(x2, lambda part: _packed_linear(part, packed, bias))
+        elif x2.shape[0] > 1 and w.shape[0] >= WIDE and w.dtype == torch.float32:
+            y = torch.mm(w, x2.t()).t()  # [out, in] @ [in, M]: streams the weight once
+            y = y + bias if bias is not None else y
         else:
             y = torch.nn.functional.linear(x2, w, bias)
         return y.reshape(*shape[:-1], y.shape[-1])

@@ -36,8 +36,13 @@ __all__ = [
 SIMPLE = ("none", "bigram", "ngram", "ngram+bigram")
 ALLOWED = "none, bigram, ngram, ngram+bigram, self, self:LAYERS[:KEEP] or model:ID_OR_PATH"
 
-# The self-draft measured best on the embedded Gemma 3 270M (see the performance notes).
-SELF_LAYERS = 6
+# The self-draft measured best on the embedded Gemma 3 270M: all 18 layers with the LM head pruned
+# to the 16,384 most frequent ids of the fit split. Measured in float32 on the 2-core AVX2 CPU,
+# 4 WikiText-2 prompts (context 100, 32 new tokens), K = 2 / 4: acceptance 0.95 / 0.80 at
+# 1.06x / 1.08x the baseline's speed; early exits agree far less (12 layers: 0.19 / 0.12, 0.65x;
+# 9 layers: 0.02, 0.5x), so cutting layers costs more acceptance than it saves time. The body
+# (about 70 ms a token here) dominates what the pruned head leaves (a few ms).
+SELF_LAYERS = 18
 SELF_KEEP = 16384
 
 

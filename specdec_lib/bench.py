@@ -85,11 +85,21 @@ BEST_LONG = Config("best", "lookup+bigram:2", 8)
 BEST_SHORT = Config("best_short", "lookup+bigram:2", 4)
 
 
+def shared(loaded: LoadedModel, fit_ids: Callable[[], list[int]]) -> Drafter:
+    """The library's shared-body drafter, its head scaled down for models smaller than 270M."""
+    from specdec_lib.drafters import build_drafter
+
+    return build_drafter(
+        f"shared:{min(SELF_KEEP, max(loaded.vocab_size // 2, 1))}", loaded, fit_ids=fit_ids
+    )
+
+
 def make_drafter(spec: str, loaded: LoadedModel, fit_ids: Callable[[], list[int]]) -> Drafter:
     """Drafters by spec: the library's (`drafters.build_drafter`) plus `ngram:MAX[+bigram]`
-    (lookup matching up to MAX tokens), `lookup+bigram:KFB` (lookup at the full K, else KFB
-    bigram tokens: `drafters.lookup.LookupDrafter`) and `adaptive:KSTART:KMAX:SPEC` (SPEC with
-    `drafters.adaptive.AdaptiveDrafter`'s K, capped by the run's K)."""
+    (lookup matching up to MAX tokens), `lookup+bigram:KFB` / `lookup+shared:KFB` (lookup at
+    the full K, else KFB bigram or shared-body tokens: `drafters.lookup.LookupDrafter`) and
+    `adaptive:KSTART:KMAX:SPEC` (SPEC with `drafters.adaptive.AdaptiveDrafter`'s K, capped by
+    the run's K)."""
     from specdec_lib.drafters import build_drafter
     from specdec_lib.drafters.lookup import LookupDrafter
 
@@ -106,11 +116,12 @@ def make_drafter(spec: str, loaded: LoadedModel, fit_ids: Callable[[], list[int]
     def bigram() -> BigramDrafter:
         return BigramDrafter.fit(fit_ids(), loaded.vocab_size)
 
-    if kind in ("lookup", "lookup+bigram"):
+    if kind in ("lookup", "lookup+bigram", "lookup+shared"):
         if rest and not rest.isdigit():
             raise SpecdecError(f"unknown bench drafter {spec!r}")
         k_fb = int(rest) if rest else 2
-        return LookupDrafter(bigram() if kind == "lookup+bigram" else None, k_fallback=k_fb)
+        fallback = {"lookup+bigram": bigram, "lookup+shared": lambda: shared(loaded, fit_ids)}
+        return LookupDrafter(fallback[kind]() if kind in fallback else None, k_fallback=k_fb)
     if kind == "ngram" and rest:
         size, _, fallback = rest.partition("+")
         if not size.isdigit() or fallback not in ("", "bigram"):

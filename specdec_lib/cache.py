@@ -172,6 +172,51 @@ class CachedLM:
         check_finite(logits, self.dtype)
         return logits
 
+    def _split(self) -> tuple[torch.nn.Module, torch.nn.Module]:
+        """(body, head) of the runner: a decoder laid out as `.model` and `.lm_head`."""
+        body, head = getattr(self.runner, "model", None), getattr(self.runner, "lm_head", None)
+        if body is None or head is None:
+            raise SpecdecError(
+                f"{type(self.model).__name__} has no .model/.lm_head split: "
+                "its body and head cannot run apart"
+            )
+        return body, head
+
+    @torch.inference_mode()
+    def hidden(self, ids: list[int]) -> torch.Tensor:
+        """Append ids through the body only; return their last hidden states: [n, H].
+
+        `head(hidden(ids))` is what `extend(ids, len(ids))` returns, computed in two calls (the
+        same body call; the head's product may round differently for another row count)."""
+        if not ids:
+            raise ValueError("hidden needs at least one token")
+        if not self.use_cache:
+            raise SpecdecError("running the body alone needs the KV cache (use_cache=True)")
+        if self.cache is None:
+            self.reset()
+        body, _ = self._split()
+        self.tokens.extend(ids)
+        input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)  # [1, n]
+        out = body(input_ids=input_ids, cache=self.cache, use_cache=True)
+        self.calls += 1
+        return out.last_hidden_state[0]  # [n, H]
+
+    @torch.inference_mode()
+    def head(self, hidden: torch.Tensor, head: torch.nn.Module | None = None) -> torch.Tensor:
+        """[n, H] hidden states -> [n, V] logits through the LM head (or another `head` over the
+        same hidden size, e.g. a pruned one), with the model's final soft-capping."""
+        head = head if head is not None else self._split()[1]
+        logits = head(hidden)
+        cfg = self.model.config
+        cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+        cap = getattr(cfg, "final_logit_softcapping", None)
+        if cap is not None:
+            logits = torch.tanh(logits / cap) * cap
+        if self.vocab_size is not None and head is self._split()[1]:
+            logits = logits[:, : self.vocab_size]
+        check_finite(logits, self.dtype)
+        return logits
+
     def rollback(self, n_keep: int) -> None:
         """Keep only the first n_keep tokens."""
         drop = len(self.tokens) - n_keep

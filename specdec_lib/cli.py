@@ -36,7 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = sub.add_parser("generate", help="generate with or without speculation")
     common(g)
-    g.add_argument("--draft", default="none", help="none, bigram, ngram, self, model:ID_OR_PATH")
+    g.add_argument(
+        "--draft", default="none", help="none, bigram, ngram, ngram+bigram, self, shared, model:ID"
+    )
     g.add_argument("--k", type=int, default=4, help="draft length K")
     g.add_argument("--temperature", type=float, default=0.0, help="0 is greedy")
     g.add_argument("--top-k", type=int, default=0)

@@ -117,9 +117,13 @@ def verify_step(
     sampling: SamplingConfig,
     generator: torch.Generator,
 ):
-    """One target call on [seq[-1]] + draft; rolls the cache back; returns the Verdict."""
+    """One target call on [seq[-1]] + draft (or only its LM head, when the drafter already ran
+    the target's body on them); rolls the cache back; returns the Verdict."""
     d = len(draft.tokens)
-    logits = target.extend([seq[-1], *draft.tokens], d + 1)  # [d + 1, V]
+    if draft.target_hidden is not None:  # the drafter ran the target's body: the head is left
+        logits = target.head(draft.target_hidden)  # [d + 1, V]
+    else:
+        logits = target.extend([seq[-1], *draft.tokens], d + 1)  # [d + 1, V]
     if sampling.greedy:
         verdict = greedy_verify(draft.tokens, logits.argmax(-1).tolist())
     else:
@@ -153,6 +157,7 @@ def speculative_decode(
     device = target.device
     device_sync(device)
     t0 = time.perf_counter()
+    drafter.attach(target)
     drafter.begin(seq)
     prefill(target, seq)
     device_sync(device)
@@ -162,8 +167,12 @@ def speculative_decode(
         k_eff = min(k, max_new_tokens - stats.new_tokens - 1)
         t1 = time.perf_counter()
         draft = drafter.propose(seq, k_eff, sampling, generator) if k_eff > 0 else Draft([])
-        if len(draft.tokens) > k_eff:
-            draft = Draft(draft.tokens[:k_eff], None if draft.q is None else draft.q[:k_eff])
+        if len(draft.tokens) > k_eff:  # the target's extra cached positions are cropped below
+            draft = Draft(
+                draft.tokens[:k_eff],
+                None if draft.q is None else draft.q[:k_eff],
+                None if draft.target_hidden is None else draft.target_hidden[: k_eff + 1],
+            )
         device_sync(device)
         t2 = time.perf_counter()
         verdict = verify_step(target, seq, draft, sampling, generator)

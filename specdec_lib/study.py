@@ -395,7 +395,8 @@ def execute(
         return hit
     from specdec_lib.tracking import Tracker, environment
 
-    tracker = Tracker(WANDB_PROJECT, f"{S.name}/{experiment}", config, dir=ROOT)
+    wandb_dir = Path(os.environ["WANDB_DIR"]) if os.environ.get("WANDB_DIR") else ROOT
+    tracker = Tracker(WANDB_PROJECT, f"{S.name}/{experiment}", config, dir=wandb_dir)
     t0 = time.perf_counter()
     try:
         run = compute(lambda row: tracker.log(_numeric(row)))

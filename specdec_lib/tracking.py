@@ -1,8 +1,8 @@
 """Environment capture and W&B logging that never blocks, prompts or leaks a secret.
 
-W&B runs offline unless WANDB_API_KEY is set, and not at all with WANDB_MODE=disabled or when
-wandb is not installed. Config values are scrubbed of anything that looks like a token before
-they reach W&B or a file. Knows nothing about decoding.
+W&B runs offline unless WANDB_API_KEY is set (and WANDB_MODE is not "offline"), and not at all
+with WANDB_MODE=disabled or when wandb is not installed. Config values are scrubbed of anything
+that looks like a token before they reach W&B or a file. Knows nothing about decoding.
 """
 
 from __future__ import annotations
@@ -92,7 +92,9 @@ class Tracker:
             import wandb
         except ImportError:
             return
-        mode = "online" if os.environ.get("WANDB_API_KEY") else "offline"
+        # online only with a key and no explicit WANDB_MODE=offline (CI sets it with a fake key)
+        online = os.environ.get("WANDB_API_KEY") and os.environ.get("WANDB_MODE") != "offline"
+        mode = "online" if online else "offline"
         os.environ.setdefault("WANDB_SILENT", "true")
         os.environ.setdefault("WANDB_CONSOLE", "off")
         try:

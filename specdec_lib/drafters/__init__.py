@@ -1,9 +1,10 @@
 """Drafters behind one interface, and `build_drafter` to make one from a spec string.
 
 Specs: `none` (autoregressive baseline), `bigram`, `ngram`, `ngram+bigram` (lookup topped up by the
-bigram), `self` (early-exit self-draft of the target; `self:L` or `self:L:KEEP` for L layers and a
-head pruned to the KEEP most frequent ids), and `model:ID_OR_PATH` (any causal LM sharing the
-target's tokenizer).
+bigram), `self` (a self-draft of the target with its own cache; `self:L` or `self:L:KEEP` for the
+first L layers and a head pruned to the KEEP most frequent ids), `shared` / `shared:KEEP` (the
+target's own body on its own cache with a pruned head: `drafters.shared`), and `model:ID_OR_PATH`
+(any causal LM sharing the target's tokenizer).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from specdec_lib.drafters.bigram import BigramDrafter
 from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.drafters.ngram import NgramDrafter
 from specdec_lib.drafters.self_draft import SelfDrafter, frequent_ids
+from specdec_lib.drafters.shared import SharedBodyDrafter
 from specdec_lib.errors import SpecdecError
 
 if TYPE_CHECKING:
@@ -29,12 +31,16 @@ __all__ = [
     "NgramDrafter",
     "ModelDrafter",
     "SelfDrafter",
+    "SharedBodyDrafter",
     "build_drafter",
     "check_drafter_spec",
 ]
 
 SIMPLE = ("none", "bigram", "ngram", "ngram+bigram")
-ALLOWED = "none, bigram, ngram, ngram+bigram, self, self:LAYERS[:KEEP] or model:ID_OR_PATH"
+ALLOWED = (
+    "none, bigram, ngram, ngram+bigram, self, self:LAYERS[:KEEP], shared, shared:KEEP "
+    "or model:ID_OR_PATH"
+)
 
 # The self-draft measured best on the embedded Gemma 3 270M: all 18 layers with the LM head pruned
 # to the 16,384 most frequent ids of the fit split. Measured in float32 on the 2-core AVX2 CPU,
@@ -55,9 +61,11 @@ def check_drafter_spec(spec: str) -> tuple[str, list[str]]:
         return kind, []
     if kind == "model" and rest:
         return kind, [rest]
-    if kind == "self":
+    if kind in ("self", "shared"):
         args = rest.split(":") if rest else []
-        if len(args) <= 2 and all(a.isdigit() and int(a) > 0 for a in args):
+        if len(args) <= (2 if kind == "self" else 1) and all(
+            a.isdigit() and int(a) > 0 for a in args
+        ):
             return kind, args
     raise SpecdecError(f"unknown drafter {spec!r}; allowed: {ALLOWED}")
 
@@ -93,6 +101,11 @@ def build_drafter(
             vocab_size=target.vocab_size,
             keep_ids=keep_ids,
             use_cache=use_cache,
+        )
+    if kind == "shared":
+        keep = min(int(args[0]) if args else SELF_KEEP, target.vocab_size)
+        return SharedBodyDrafter(
+            frequent_ids(fit_ids(), target.vocab_size, keep), target.vocab_size
         )
     from specdec_lib.models import load_model, shared_vocab_size
 

@@ -5,8 +5,9 @@ Shaped like transformers' `CandidateGenerator` (`get_candidates` / `update_candi
 was drawn from (processed with the same temperature/top-k/top-p as the target). Deterministic
 drafters return `q=None`, a point mass. `observe` is called after every verification with the
 accepted count and the sequence as it now stands, which is where an adaptive drafter adjusts
-itself, and where a drafter that needs the target's state (hidden states, Medusa-style heads)
-would receive it.
+itself. `attach` hands a drafter the target itself: the shared-body drafter runs the target's
+own layers on the target's own cache and returns their hidden states with the draft
+(`Draft.target_hidden`), so that verification only applies the LM head.
 
 Knows nothing about the verifier or the target model.
 """
@@ -15,20 +16,32 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from specdec_lib.config import SamplingConfig
+
+if TYPE_CHECKING:
+    from specdec_lib.cache import CachedLM
 
 
 @dataclass
 class Draft:
     tokens: list[int]  # d <= K proposed ids
     q: torch.Tensor | None = None  # [d, V] draft distribution per position; None: point mass
+    # [d + 1, H]: the target's own last hidden states for [seq[-1], d_1..d_d], when the drafter
+    # ran them through the target's body (whose cache then holds them): the verifier only
+    # applies the LM head. None: the verifier runs the target on them.
+    target_hidden: torch.Tensor | None = None
 
 
 class Drafter(ABC):
     name: str = "drafter"
+
+    def attach(self, target: CachedLM) -> None:  # noqa: B027 - optional hook
+        """The target that will verify this drafter's proposals, before each sequence. A drafter
+        that runs the target's own layers keeps it; the others ignore it."""
 
     def begin(self, prompt: list[int]) -> None:  # noqa: B027 - optional hook
         """A new sequence starts with these ids."""

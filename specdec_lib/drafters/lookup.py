@@ -7,7 +7,8 @@ the fallback (the corpus bigram, say) proposes only `k_fallback` tokens: a chain
 about one time in five for its first token and far less after that, so drafting it to K only
 makes verification longer. With verification nearly free (about 1.02 target steps per extra
 position in bfloat16 on the CPU) the copy pays at large K and the fallback at 1-2 tokens.
-Deterministic, so its q is a point mass. Knows nothing about models.
+Lookup drafts are point masses; a shared-body fallback (`drafters.shared`) is returned whole,
+with its q and the target's hidden states. Knows nothing about models.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ class LookupDrafter(Drafter):
         self.lookup = NgramDrafter(max_ngram=max_ngram, min_ngram=min_ngram)
         self.fallback, self.k_fallback = fallback, k_fallback
 
+    def attach(self, target) -> None:
+        if self.fallback is not None:
+            self.fallback.attach(target)
+
     def begin(self, prompt: list[int]) -> None:
         if self.fallback is not None:
             self.fallback.begin(prompt)
@@ -42,6 +47,8 @@ class LookupDrafter(Drafter):
         if tokens or self.fallback is None or self.k_fallback == 0:
             return Draft(tokens)
         extra = self.fallback.propose(seq, min(k, self.k_fallback), sampling, generator)
+        if extra.target_hidden is not None:  # it ran the target's body: its draft stays whole
+            return extra
         if extra.q is not None:
             raise SpecdecError("a lookup fallback must be deterministic (a point-mass drafter)")
         return Draft(list(extra.tokens)[: min(k, self.k_fallback)])

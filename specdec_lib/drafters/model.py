@@ -19,6 +19,27 @@ from specdec_lib.drafters.base import Draft, Drafter
 from specdec_lib.sampling import logits_to_probs, sample
 
 
+def choose(
+    logits: torch.Tensor,  # [1, V_head]
+    sampling,
+    generator: torch.Generator,
+    token_map: torch.Tensor | None = None,  # [V_head] vocabulary id of each head row
+    full_vocab: int | None = None,  # width of q when token_map is set
+) -> tuple[int, torch.Tensor | None]:
+    """One draft token from a head's logits: (vocabulary id, q over the full vocabulary, None
+    when greedy). q is exactly the distribution the token was drawn from."""
+    if sampling.greedy:
+        row = int(logits[0].argmax())
+        return (int(token_map[row]) if token_map is not None else row), None
+    probs = logits_to_probs(logits, sampling)[0]  # [V_head]
+    row = sample(probs, generator)
+    if token_map is not None:
+        full = torch.zeros(full_vocab, dtype=probs.dtype, device=probs.device)
+        full[token_map] = probs
+        return int(token_map[row]), full
+    return row, probs
+
+
 class ModelDrafter(Drafter):
     name = "model"
 
@@ -39,17 +60,7 @@ class ModelDrafter(Drafter):
         self.lm.reset()
 
     def _choose(self, logits: torch.Tensor, sampling, generator) -> tuple[int, torch.Tensor | None]:
-        """[1, V_head] logits -> (vocabulary id, q over the full vocabulary or None)."""
-        if sampling.greedy:
-            row = int(logits[0].argmax())
-            return (int(self.token_map[row]) if self.token_map is not None else row), None
-        probs = logits_to_probs(logits, sampling)[0]  # [V_head]
-        row = sample(probs, generator)
-        if self.token_map is not None:
-            full = torch.zeros(self.full_vocab, dtype=probs.dtype, device=probs.device)
-            full[self.token_map] = probs
-            return int(self.token_map[row]), full
-        return row, probs
+        return choose(logits, sampling, generator, self.token_map, self.full_vocab)
 
     def propose(self, seq, k, sampling, generator) -> Draft:
         todo = self.lm.sync_to(seq)

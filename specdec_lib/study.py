@@ -92,7 +92,13 @@ class Study:
 
     def exp(self, experiment: str) -> dict[str, Any]:
         """The profile's section for an experiment, with the notebook's overrides applied."""
-        sec = dict(self.profile.get("experiments", {}).get(experiment, {}))
+        known = self.profile.get("experiments", {})
+        if experiment not in known:
+            raise SpecdecError(
+                f"unknown experiment {experiment!r} for profile {self.name!r}; "
+                f"known: {', '.join(sorted(known))}"
+            )
+        sec = dict(known[experiment])
         for key, value in self.overrides.items():
             if value not in (None, 0, "") and key in sec:
                 sec[key] = value

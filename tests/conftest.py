@@ -13,6 +13,7 @@ distribution is known, so continuation distributions can be enumerated.
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -236,3 +237,91 @@ def check_stats(gen, *, k: int, prompt_len: int, model_calls: int | None = None)
         assert hist[j] == sum(1 for n, d in zip(acc, prop, strict=True) if d and n == j)
     summary = s.summary(k)
     assert summary["new_tokens"] == s.new_tokens and summary["accepted_histogram"] == hist
+
+
+# ------------------------------------------------------------------------ the smoke batch
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE_NOTEBOOKS = (
+    "01_baseline",
+    "02_bigram",
+    "03_transformer_draft",
+    "04_context_sweep",
+    "05_k_sweep",
+    "06_sampling",
+    "07_peers",
+)
+# Fake secrets the smoke batch runs with; no output may contain them (tests scan for them).
+FAKE_SECRETS = {
+    "HF_TOKEN": "hf_FakeTokenForSpecdecTests0123456789",
+    "WANDB_API_KEY": "fakewandbkey0123456789abcdef0123456789ab",
+}
+
+
+def run_smoke_batch(results: Path) -> None:
+    """Every notebook on the smoke profile with papermill, into results/smoke/notebooks."""
+    import papermill as pm
+
+    out = results / "smoke" / "notebooks"
+    out.mkdir(parents=True, exist_ok=True)
+    for nb in SMOKE_NOTEBOOKS:
+        pm.execute_notebook(
+            str(ROOT / "notebooks" / f"{nb}.ipynb"),
+            str(out / f"{nb}.ipynb"),
+            parameters={"profile": "smoke", "results_dir": str(results)},
+            kernel_name="python3",
+            cwd=str(ROOT),
+            progress_bar=False,
+            log_output=True,  # the kernel's output reaches our stderr (captured, then scanned)
+        )
+
+
+def smoke_snapshot(results: Path) -> dict[str, int]:
+    return {
+        str(p.relative_to(results)): p.stat().st_mtime_ns
+        for p in results.glob("smoke/*/**/*")
+        if p.is_file() and "notebooks" not in p.parts
+    }
+
+
+@pytest.fixture(scope="session")
+def smoke_batch(tmp_path_factory):
+    """The smoke batch run twice (the second run must reuse every result), with fake HF_TOKEN
+    and WANDB_API_KEY set and W&B offline into results/wandb. Returns (results, first
+    snapshot, second snapshot, captured log)."""
+    pytest.importorskip("papermill")
+    results = tmp_path_factory.mktemp("results")
+    log = results / "batch.log"
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in FAKE_SECRETS.items():
+            mp.setenv(name, value)
+        mp.setenv("WANDB_MODE", "offline")
+        mp.setenv("WANDB_DIR", str(results / "wandb"))
+        mp.delenv("FORCE", raising=False)
+        (results / "wandb").mkdir()
+        import logging
+
+        logger = logging.getLogger("papermill")
+        level, handler = logger.level, logging.FileHandler(log)
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        try:
+            run_smoke_batch(results)
+            first = smoke_snapshot(results)
+            run_smoke_batch(results)  # every experiment exists for the same config
+            second = smoke_snapshot(results)
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+            handler.close()
+    return results, first, second, log
+
+
+def files_containing(root: Path, needles) -> list[str]:
+    """Files under root whose bytes contain any of needles."""
+    hits = []
+    for p in root.rglob("*"):
+        if p.is_file():
+            data = p.read_bytes()
+            hits += [f"{p.relative_to(root)}: {n[:6]}..." for n in needles if n.encode() in data]
+    return hits

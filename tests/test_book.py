@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ import nbformat
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import FAKE_SECRETS, files_containing
 
 from specdec_lib import report
 
@@ -784,41 +784,22 @@ def test_build_synthetic_partial(tmp_path):
     assert strict.returncode != 0
 
 
-def _smoke_results(tmp_path: Path) -> Path:
-    """Smoke results to build from: $SPECDEC_SMOKE_RESULTS or results/ when they hold a smoke
-    profile, else the smoke batch run here with papermill (about two minutes)."""
-    for cand in (os.environ.get("SPECDEC_SMOKE_RESULTS"), ROOT / "results"):
-        if cand and not report.load_profile("smoke", Path(cand)).empty:
-            return Path(cand)
-    pm = pytest.importorskip("papermill")
-    results = tmp_path / "smoke-results"
-    out = results / "smoke" / "notebooks"
-    out.mkdir(parents=True)
-    for nb in report.NOTEBOOKS:
-        pm.execute_notebook(
-            str(ROOT / "notebooks" / f"{nb}.ipynb"),
-            str(out / f"{nb}.ipynb"),
-            parameters={"profile": "smoke", "results_dir": str(results)},
-            kernel_name="python3",
-            cwd=str(ROOT),
-            progress_bar=False,
-        )
-    return results
-
-
 @pytest.mark.slow
-def test_build_smoke_results(tmp_path, monkeypatch):
-    """The book builds with -W from the real smoke profile (what CI builds)."""
-    if not (ROOT / "notebooks" / "01_baseline.ipynb").is_file():
-        pytest.skip("no experiment notebooks in this checkout")
+def test_build_smoke_results_with_no_secret_in_the_book(smoke_batch, tmp_path, monkeypatch):
+    """The book builds with -W from the real smoke profile (what CI builds), with fake secrets
+    set: neither the built book nor the build's output contains them."""
+    results = smoke_batch[0]
+    for name, value in FAKE_SECRETS.items():
+        monkeypatch.setenv(name, value)
     monkeypatch.setenv("WANDB_MODE", "disabled")
-    results = _smoke_results(tmp_path)
     proc = _build(tmp_path, "smoke", results)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     for page in ("book/intro", "book/math", "book/paradox", "book/results", "book/reproducibility"):
         assert "Traceback" not in _html(tmp_path, page)
     for nb in report.NOTEBOOKS:
         assert "has not been run" not in _html(tmp_path, f"book/experiments/{nb}")
+    assert files_containing(tmp_path / "book" / "_build" / "html", FAKE_SECRETS.values()) == []
+    assert not any(v in proc.stdout + proc.stderr for v in FAKE_SECRETS.values())
 
 
 if __name__ == "__main__":

@@ -12,11 +12,12 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import FAKE_SECRETS, files_containing
 
 pm = pytest.importorskip("papermill")
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = {
+NOTEBOOKS = {  # notebook -> the experiments it writes
     "01_baseline": ["baseline"],
     "02_bigram": ["bigram"],
     "03_transformer_draft": ["transformer_draft"],
@@ -45,38 +46,9 @@ DRAFT_KEYS = {"acceptance_rate", "mean_accepted_length", "position_acceptance",
               "predicted_speedup_calibrated"}  # fmt: skip
 
 
-def run_all(results: Path) -> None:
-    out = results / "smoke" / "notebooks"
-    out.mkdir(parents=True, exist_ok=True)
-    for nb in NOTEBOOKS:
-        pm.execute_notebook(
-            str(ROOT / "notebooks" / f"{nb}.ipynb"),
-            str(out / f"{nb}.ipynb"),
-            parameters={"profile": "smoke", "results_dir": str(results)},
-            kernel_name="python3",
-            cwd=str(ROOT),
-            progress_bar=False,
-        )
-
-
-def snapshot(results: Path) -> dict[str, float]:
-    return {
-        str(p.relative_to(results)): p.stat().st_mtime_ns
-        for p in results.glob("smoke/*/**/*")
-        if p.is_file() and "notebooks" not in p.parts
-    }
-
-
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    results = tmp_path_factory.mktemp("results")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("WANDB_MODE", "disabled")
-        mp.delenv("FORCE", raising=False)
-        run_all(results)
-        first = snapshot(results)
-        run_all(results)  # every experiment exists for the same config: nothing is recomputed
-        second = snapshot(results)
+def smoke(smoke_batch):
+    results, first, second, _ = smoke_batch
     return results, first, second
 
 
@@ -220,3 +192,12 @@ def test_json_is_strict(smoke):
 
     for p in (results / "smoke").glob("*/*.json"):
         json.loads(p.read_text(), parse_constant=refuse)
+
+
+def test_fake_secrets_reach_no_result_notebook_log_or_wandb_file(smoke_batch):
+    """The batch ran with HF_TOKEN and WANDB_API_KEY set (W&B offline, into results/wandb):
+    neither value is in any result file, executed notebook, W&B file or the batch's log."""
+    results, _, _, log = smoke_batch
+    assert any((results / "wandb").rglob("*")), "W&B wrote nothing: the scan would prove little"
+    assert log.stat().st_size > 0
+    assert files_containing(results, FAKE_SECRETS.values()) == []

@@ -200,3 +200,11 @@ def test_unknown_profile_is_a_one_line_specdec_error():
 
     with pytest.raises(SpecdecError, match="no profile 'nope': known profiles are"):
         load_profile("nope")
+
+
+def test_unknown_experiment_is_a_one_line_specdec_error():
+    from specdec_lib.study import setup
+
+    S = setup("smoke")
+    with pytest.raises(SpecdecError, match="unknown experiment 'nope' for profile 'smoke'; known:"):
+        S.exp("nope")

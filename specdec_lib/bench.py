@@ -538,7 +538,7 @@ def run_bench(
     target: str = "embedded",
     dtype: str = "auto",
     device: str = "auto",
-    n_prompts: int = 8,
+    n_prompts: int = 3,
     max_new_tokens: int | None = None,
     seed: int = 0,
     quick: bool = False,

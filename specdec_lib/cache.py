@@ -8,10 +8,13 @@ every call recomputes the whole sequence, which is how the "no KV cache" experim
 
 The cache (`GrowingCache`) writes keys and values into preallocated, zeroed buffers that double
 when full, instead of concatenating the whole cache at every call; a crop only moves the length.
-On the CPU the model runs through `fastpath.fast_view`: packed oneDNN linear layers in
-bfloat16/float16 (the 270M target's step 55 -> 34 ms here) and, in those dtypes, batch-invariant
-attention, so that greedy speculation reproduces greedy decoding bit for bit in bfloat16 too.
-`fast=False` runs the model as it is.
+On the CPU the model runs through `fastpath.fast_view`: every linear layer on a 2-D input; in
+float32 the LM head's multi-row products as `W @ x^T` (a verification's head 171 -> 61 ms on an
+AVX2 CPU); in bfloat16/float16, where oneDNN can pack them, packed linear layers (the 270M
+target's step 55 -> 34 ms on an AMX Xeon) and batch-invariant attention, so that greedy
+speculation reproduces greedy decoding bit for bit there too. `fast=False` runs the model as it
+is. `hidden` and `head` run the body and the LM head apart, for a drafter that drafts with the
+target's own body (`drafters.shared`).
 
 Knows nothing about sampling, drafters or the verifier.
 """
@@ -205,14 +208,15 @@ class CachedLM:
     def head(self, hidden: torch.Tensor, head: torch.nn.Module | None = None) -> torch.Tensor:
         """[n, H] hidden states -> [n, V] logits through the LM head (or another `head` over the
         same hidden size, e.g. a pruned one), with the model's final soft-capping."""
-        head = head if head is not None else self._split()[1]
+        full = self._split()[1]
+        head = head if head is not None else full
         logits = head(hidden)
         cfg = self.model.config
         cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
         cap = getattr(cfg, "final_logit_softcapping", None)
         if cap is not None:
             logits = torch.tanh(logits / cap) * cap
-        if self.vocab_size is not None and head is self._split()[1]:
+        if self.vocab_size is not None and head is full:
             logits = logits[:, : self.vocab_size]
         check_finite(logits, self.dtype)
         return logits

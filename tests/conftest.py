@@ -242,15 +242,6 @@ def check_stats(gen, *, k: int, prompt_len: int, model_calls: int | None = None)
 # ------------------------------------------------------------------------ the smoke batch
 
 ROOT = Path(__file__).resolve().parents[1]
-SMOKE_NOTEBOOKS = (
-    "01_baseline",
-    "02_bigram",
-    "03_transformer_draft",
-    "04_context_sweep",
-    "05_k_sweep",
-    "06_sampling",
-    "07_peers",
-)
 # Fake secrets the smoke batch runs with; no output may contain them (tests scan for them).
 FAKE_SECRETS = {
     "HF_TOKEN": "hf_FakeTokenForSpecdecTests0123456789",
@@ -262,9 +253,11 @@ def run_smoke_batch(results: Path) -> None:
     """Every notebook on the smoke profile with papermill, into results/smoke/notebooks."""
     import papermill as pm
 
+    from specdec_lib.report import NOTEBOOKS
+
     out = results / "smoke" / "notebooks"
     out.mkdir(parents=True, exist_ok=True)
-    for nb in SMOKE_NOTEBOOKS:
+    for nb in NOTEBOOKS:
         pm.execute_notebook(
             str(ROOT / "notebooks" / f"{nb}.ipynb"),
             str(out / f"{nb}.ipynb"),

@@ -300,3 +300,25 @@ def test_bench_quick_prints_a_table_and_one_json_line_last():
     for name, t in last["targets"].items():
         assert set(t) >= {"value", "threshold", "met"}, name
     assert "short_best_vs_baseline_c20" in last["targets"]
+
+
+def test_wide_float32_weights_multiply_several_rows_as_w_times_x_transposed():
+    """An LM-head-sized float32 linear takes 2+ rows as W @ x^T: the same values as F.linear
+    (up to summation order), one row stays on F.linear exactly."""
+    from specdec_lib.fastpath import WIDE, PackedLinear
+
+    g = torch.Generator().manual_seed(0)
+    lin = torch.nn.Linear(64, WIDE + 8, bias=True)
+    with torch.no_grad():
+        lin.weight.copy_(torch.randn(lin.weight.shape, generator=g))
+        lin.bias.copy_(torch.randn(lin.bias.shape, generator=g))
+    fast = PackedLinear(lin, pack=False)
+    for rows in (1, 2, 5, 9):
+        x = torch.randn(1, rows, 64, generator=g)
+        ref = torch.nn.functional.linear(x, lin.weight, lin.bias)
+        got = fast(x)
+        assert got.shape == ref.shape == (1, rows, WIDE + 8)
+        if rows == 1:
+            assert torch.equal(got, ref)
+        else:
+            assert torch.allclose(got, ref, atol=1e-4, rtol=1e-5)

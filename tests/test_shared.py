@@ -25,6 +25,7 @@ from scipy.stats import chisquare
 from specdec_lib.cache import CachedLM
 from specdec_lib.config import SamplingConfig
 from specdec_lib.decode import speculative_decode
+from specdec_lib.drafters.adaptive import AdaptiveDrafter
 from specdec_lib.drafters.lookup import LookupDrafter
 from specdec_lib.drafters.shared import SharedBodyDrafter
 from specdec_lib.errors import SpecdecError
@@ -118,6 +119,16 @@ def test_behind_prompt_lookup_both_kinds_of_draft_are_lossless(target64):
         assert gen.tokens == greedy_continuation(target64, prompt, N_NEW), (prompt, k)
         hidden_drafts += gen.stats.proposed
     assert hidden_drafts > 0
+
+
+def test_with_an_adaptive_k_the_shared_body_stays_lossless(target64):
+    """AdaptiveDrafter hands its target on to the shared-body drafter it wraps."""
+    drafter = AdaptiveDrafter(SharedBodyDrafter(keep(24), VOCAB), k_start=2, k_max=6)
+    for i, (length, k) in enumerate(CASES):
+        prompt = random_prompt(370 + i, length)
+        gen = run(target64, drafter, prompt, 6, N_NEW)
+        assert gen.tokens == greedy_continuation(target64, prompt, N_NEW), (prompt, k)
+        assert gen.stats.proposed > 0
 
 
 def test_refuses_a_target_without_kv_cache(target64):

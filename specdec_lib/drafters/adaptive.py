@@ -27,6 +27,9 @@ class AdaptiveDrafter(Drafter):
         self.k = k_start
         self.trace: list[int] = []  # the K in force at each proposal of the current sequence
 
+    def attach(self, target) -> None:
+        self.inner.attach(target)
+
     def begin(self, prompt: list[int]) -> None:
         self.k = self.k_start
         self.trace = []

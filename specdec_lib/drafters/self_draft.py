@@ -58,13 +58,17 @@ def frequent_ids(token_ids: Sequence[int], vocab_size: int, keep: int) -> torch.
 
 def prune_head(model: torch.nn.Module, keep_ids: torch.Tensor) -> torch.nn.Module:
     """Replace the LM head (of a shallow copy) by its rows for keep_ids."""
-    head = model.lm_head
+    pruned = _shallow(model)
+    pruned.lm_head = pruned_linear(model.lm_head, keep_ids)
+    return pruned
+
+
+def pruned_linear(head: torch.nn.Linear, keep_ids: torch.Tensor) -> torch.nn.Linear:
+    """A bias-free linear layer holding head's rows for keep_ids (a copy): [V_keep, H]."""
     w = head.weight.detach()[keep_ids.to(head.weight.device)].clone()  # [V_keep, H]
     small = torch.nn.Linear(w.shape[1], w.shape[0], bias=False, device=w.device, dtype=w.dtype)
     small.weight = torch.nn.Parameter(w, requires_grad=False)
-    pruned = _shallow(model)
-    pruned.lm_head = small
-    return pruned
+    return small
 
 
 class SelfDrafter(ModelDrafter):

@@ -30,6 +30,7 @@ import torch
 
 from specdec_lib.drafters.base import Draft, Drafter
 from specdec_lib.drafters.model import choose
+from specdec_lib.drafters.self_draft import pruned_linear
 from specdec_lib.errors import SpecdecError
 
 if TYPE_CHECKING:
@@ -62,9 +63,7 @@ class SharedBodyDrafter(Drafter):
             full = getattr(t.model, "lm_head", None)
             if full is None:
                 raise SpecdecError(f"{type(t.model).__name__} has no lm_head to prune")
-            w = full.weight.detach()[self.keep_ids.to(full.weight.device)].clone()  # [keep, H]
-            small = torch.nn.Linear(w.shape[1], w.shape[0], bias=False, dtype=w.dtype)
-            small.weight = torch.nn.Parameter(w.to(full.weight.device), requires_grad=False)
+            small = pruned_linear(full, self.keep_ids)  # [keep, H]
             head = PackedLinear(small, pack=t.packed) if t.fast else small
             self._heads[t.model] = head
         return head

@@ -21,9 +21,8 @@ FORCE_PY := $(if $(filter 1 true True yes,$(FORCE)),True,False)
 # the committed embedded results must be complete: no placeholder pages
 BOOK_FLAGS ?= $(if $(filter embedded,$(PROFILE)),--strict,)
 
-# W&B: offline (local files) unless WANDB_API_KEY is set; WANDB_MODE=disabled turns it off.
-WANDB_MODE ?= offline
-export WANDB_MODE
+# W&B: offline (local files) unless WANDB_API_KEY is set (specdec_lib/tracking.py decides; make
+# passes WANDB_MODE through untouched); WANDB_MODE=disabled turns it off.
 export TOKENIZERS_PARALLELISM ?= false
 # progress bars (in the executed notebooks too): one update every 10 s at most
 export TQDM_MININTERVAL ?= 10

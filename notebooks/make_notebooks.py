@@ -3,9 +3,10 @@
     python notebooks/make_notebooks.py          # rewrite them all
     python notebooks/make_notebooks.py --check  # exit 1 if a notebook differs from this script
 
-Every notebook: a Colab badge, a Colab-only setup cell (clone, install the requirements without
-replacing Colab's torch, read HF_TOKEN from Colab's secrets without printing it), one cell tagged
-`parameters` with typed literals only (papermill), a cell that derives the run from the profile,
+Every notebook: a Colab badge, a Colab-only setup cell (clone, read HF_TOKEN and WANDB_API_KEY
+from Colab's secrets without printing them, install what a run needs without replacing Colab's
+torch: `specdec_lib/colab.py`), one cell tagged `parameters` with typed literals only (papermill;
+`profile = "auto"` is resolved by `study.setup`), a cell that derives the run from the profile,
 then calls into `specdec_lib.study`, which writes the result files (see results/SCHEMA.md).
 The notebooks are committed without outputs.
 """
@@ -16,46 +17,51 @@ import sys
 from pathlib import Path
 
 import nbformat
+import yaml
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).resolve().parent
-REPO_URL = "https://github.com/specdec/specdec"
-BRANCH = "main"
+CONFIG = HERE.parent / "_config.yml"
+
+
+def repository() -> tuple[str, str]:
+    """(URL, branch) of the repository: `repository.url` / `repository.branch` in _config.yml, the
+    one setting the book's repository button, the Colab badges and the Colab clone all read."""
+    repo = yaml.safe_load(CONFIG.read_text(encoding="utf-8"))["repository"]
+    return str(repo["url"]).rstrip("/"), str(repo.get("branch", "main"))
+
+
+REPO_URL, BRANCH = repository()
 
 COLAB_SETUP = f"""\
-# Colab only: clone the repository, install its requirements but keep Colab's own torch, and
-# read the hub token from Colab's secrets (never printed). Elsewhere this cell does nothing.
+# Colab only (elsewhere this cell does nothing): clone the repository, copy HF_TOKEN and
+# WANDB_API_KEY from Colab's secrets into the environment (never printed), then install what a
+# notebook needs to run, keeping Colab's own torch (specdec_lib/colab.py). It says when the
+# runtime must be restarted. Results can go to Google Drive: mount it and set `results_dir`.
 import os
-import re
 import subprocess
 import sys
 
 if "google.colab" in sys.modules:
-    if not os.path.isdir("/content/specdec/specdec_lib"):
-        repo = "{REPO_URL}"
-        subprocess.run(["git", "clone", "--depth", "1", repo, "/content/specdec"], check=True)
-    os.chdir("/content/specdec")
-    with open("requirements.txt") as f:
-        reqs = [r for r in f.read().splitlines() if r.strip() and not r.startswith("#")]
-    reqs = [r for r in reqs if re.split(r"[<>=!~;\\[ ]", r, maxsplit=1)[0] != "torch"]
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", *reqs], check=True)
-    try:
-        from google.colab import userdata
+    home = os.environ.get("SPECDEC_HOME", "/content/specdec")
+    if not os.path.isdir(os.path.join(home, "specdec_lib")):
+        repo, branch = "{REPO_URL}", "{BRANCH}"
+        subprocess.run(["git", "clone", "--depth", "1", "-b", branch, repo, home], check=True)
+    os.chdir(home)
+    sys.path.insert(0, home)
+    from specdec_lib import colab
 
-        _token = userdata.get("HF_TOKEN")
-    except Exception:  # no such secret, or this notebook may not read it
-        _token = None
-    if _token:
-        os.environ["HF_TOKEN"] = _token
-    del _token
+    colab.read_secrets()
+    colab.install(colab.target_of(colab.auto_profile()))
 """
 
 PARAMETERS = """\
-profile: str = "embedded"  # embedded | colab-t4 | smoke: profiles/<profile>.yaml
-results_dir: str = "results"  # results go to <results_dir>/<profile>/<experiment>/
+profile: str = "auto"  # auto: colab-t4 on a Colab GPU, else embedded; or smoke | smoke-pair
+results_dir: str = "results"  # <results_dir>/<profile>/<experiment>/; e.g. a mounted Drive folder
 force: bool = False  # recompute even if results for this config exist (env FORCE 1 does too)
 n_prompts: int = 0  # 0: the profile's prompt count
 max_new_tokens: int = 0  # 0: the profile's
+dtype: str = ""  # "": the profile's (auto: by device); float32 | bfloat16 | float16
 """
 
 DERIVE = """\
@@ -78,6 +84,7 @@ S = study.setup(
     results_dir=results_dir,
     force=force,
     overrides={"n_prompts": n_prompts, "max_new_tokens": max_new_tokens},
+    dtype=dtype,
 )
 print(
     f"profile {S.name}: target {S.profile['target']}, dtype {S.profile.get('dtype')}, "
@@ -162,10 +169,11 @@ def build(name: str) -> nbformat.NotebookNode:
     cells = [
         new_markdown_cell(
             f"{badge(name)}\n\n# {number}. {title}\n\n{text}\n\n"
-            "Run it as is (profile `embedded`, this CPU), with papermill "
-            f"(`papermill notebooks/{name}.ipynb out.ipynb -p profile smoke`), or in Colab "
-            'with `profile = "colab-t4"` on a T4 GPU (set `HF_TOKEN` in Colab\'s secrets for '
-            "the gated Gemma weights). Results already computed for the same config are reused "
+            "Run it as is (profile `auto`: `embedded` on a CPU, `colab-t4` on a Colab GPU "
+            "runtime), or with papermill "
+            f"(`papermill notebooks/{name}.ipynb out.ipynb -p profile smoke`). In Colab set "
+            "`HF_TOKEN` (and optionally `WANDB_API_KEY`) in Colab's secrets for the gated Gemma "
+            "weights. Results already computed for the same config are reused "
             "unless `force` is set; every file is described in `results/SCHEMA.md`."
         ),
         new_code_cell(COLAB_SETUP.rstrip("\n")),

@@ -105,15 +105,36 @@ class Study:
         return sec
 
 
+def resolve_profile(name: str) -> str:
+    """ "auto" -> colab-t4 on a Colab GPU runtime, else embedded; any other name as given."""
+    if name != "auto":
+        return name
+    from specdec_lib.colab import auto_profile
+
+    return auto_profile()
+
+
 def setup(
-    profile: str = "embedded",
+    profile: str = "auto",
     *,
     results_dir: str = "results",
     force: bool = False,
     overrides: dict[str, Any] | None = None,
+    dtype: str = "",
 ) -> Study:
-    """The study context of a notebook. A relative results_dir is relative to the repository."""
-    prof = load_profile(profile)
+    """The study context of a notebook. A relative results_dir is relative to the repository;
+    `profile="auto"` picks colab-t4 on a Colab GPU, else embedded; a non-empty `dtype` replaces
+    the profile's."""
+    prof = load_profile(resolve_profile(profile))
+    if dtype:
+        from specdec_lib.models import DTYPES
+
+        if dtype != "auto" and dtype not in DTYPES and dtype != "float64":
+            raise SpecdecError(f"unknown dtype {dtype!r}; use auto, {', '.join(DTYPES)}")
+        prof["dtype"] = dtype
+    from specdec_lib.colab import ensure_target
+
+    ensure_target(str(prof.get("target", "")))
     rd = Path(results_dir)
     if not rd.is_absolute():
         rd = ROOT / rd

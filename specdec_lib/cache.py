@@ -252,10 +252,11 @@ def check_finite(logits: torch.Tensor, dtype: torch.dtype) -> None:
     if bool(torch.isfinite(logits.sum(-1, dtype=acc)).all()):
         return
     name = str(dtype).removeprefix("torch.")
-    if dtype in (torch.float16, torch.bfloat16):
-        fix = "reduced precision can overflow (Gemma does in float16): rerun with --dtype float32"
-        if dtype == torch.float16:
-            fix += " or bfloat16"
+    how = " (--dtype, or the notebooks' dtype parameter)"
+    if dtype == torch.float16:
+        fix = "float16 overflows in some models (Gemma 3 does): use bfloat16 or float32" + how
+    elif dtype == torch.bfloat16:
+        fix = "reduced precision can overflow: use float32 where it fits" + how
     else:
         fix = "the weights or inputs are broken: check the checkpoint"
     raise SpecdecError(f"the model produced NaN or infinite logits in {name}; {fix}")

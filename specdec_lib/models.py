@@ -107,13 +107,37 @@ def cpu_has_fast_fp16() -> bool:
     return _cpu_has("avx512_fp16", "amx_fp16")
 
 
-def resolve_dtype(spec: str, device: torch.device) -> torch.dtype:
-    """Map "auto" | "float32" | "bfloat16" | "float16" to a dtype that `device` supports."""
+# Model families whose activations overflow float16 (NaN logits): Gemma 3 (config model_type).
+FP16_OVERFLOWS = ("gemma3", "gemma3_text")
+
+
+def cuda_bf16_native(device: torch.device | int | None = None) -> bool:
+    """True where the GPU computes bfloat16 in hardware: compute capability 8.0 (Ampere) or
+    newer. `torch.cuda.is_bf16_supported()` also counts emulation (True on a T4, sm_75)."""
+    return tuple(torch.cuda.get_device_capability(device)) >= (8, 0)
+
+
+def bf16_native(device: torch.device) -> bool:
+    """Whether bfloat16 runs natively on `device` (GPU: sm_80+; CPU: AVX512-BF16 or AMX)."""
+    if device.type == "cuda":
+        return cuda_bf16_native(device)
+    return cpu_has_fast_bf16()
+
+
+def resolve_dtype(spec: str, device: torch.device, family: str | None = None) -> torch.dtype:
+    """Map "auto" | "float32" | "bfloat16" | "float16" to a dtype that `device` supports, for a
+    model whose config `model_type` is `family` (None: unknown). float16 is refused for a family
+    that overflows in it (Gemma 3)."""
     if spec == "auto":
-        return _auto_dtype(device)
+        return _auto_dtype(device, family)
     if spec not in DTYPES:
         raise SpecdecError(f"unknown dtype {spec!r}; use auto, {', '.join(DTYPES)}")
     dtype = DTYPES[spec]
+    if dtype == torch.float16 and family in FP16_OVERFLOWS:
+        raise SpecdecError(
+            f"dtype 'float16' overflows in {family} (NaN logits); use 'bfloat16' (emulated on "
+            "GPUs older than sm_80, e.g. a T4) or 'float32'"
+        )
     if device.type == "cpu" and dtype == torch.float16 and not cpu_has_fast_fp16():
         raise SpecdecError(
             "dtype 'float16' is not supported on this CPU (no AVX512-FP16/AMX-FP16); "
@@ -127,9 +151,14 @@ def resolve_dtype(spec: str, device: torch.device) -> torch.dtype:
     return dtype
 
 
-def _auto_dtype(device: torch.device) -> torch.dtype:
+def _auto_dtype(device: torch.device, family: str | None = None) -> torch.dtype:
+    """GPU: bfloat16 where native (sm_80+); below, float16, except for a family that overflows
+    in float16 (Gemma 3), which gets bfloat16 emulated (a float32 4B does not fit a T4).
+    CPU: bfloat16 where native, else float32."""
     if device.type == "cuda":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        if cuda_bf16_native(device) or family in FP16_OVERFLOWS:
+            return torch.bfloat16
+        return torch.float16
     return torch.bfloat16 if cpu_has_fast_bf16() else torch.float32
 
 
@@ -241,10 +270,12 @@ def _write_marker(directory: Path, gguf_sha256: str) -> None:
 def load_model(name: str, *, dtype: str = "auto", device: str = "auto") -> LoadedModel:
     """Load "embedded", a local directory or a hub id as an inference-only causal LM."""
     torch_device = resolve_device(device)
-    torch_dtype = resolve_dtype(dtype, torch_device)
+    resolve_dtype(dtype, torch_device)  # a bad dtype or device is one line, before any download
     source, local = _resolve_source(name)
     token = None if local else os.environ.get("HF_TOKEN")
     try:
+        family = _model_type(source, local, token)
+        torch_dtype = resolve_dtype(dtype, torch_device, family)
         model = _load_weights(source, torch_dtype, local, token)
         tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local, token=token)
     except (OSError, hub_errors.HfHubHTTPError) as exc:
@@ -269,6 +300,14 @@ def _resolve_source(name: str) -> tuple[str, bool]:
             "holding config.json, or a hub id such as google/gemma-3-1b-pt"
         )
     return name, False
+
+
+def _model_type(source: str, local: bool, token: str | None) -> str | None:
+    """The config's model_type ("gemma3", "gemma3_text", ...), read before the weights."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(source, local_files_only=local, token=token)
+    return getattr(config, "model_type", None)
 
 
 def _load_weights(

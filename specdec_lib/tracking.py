@@ -70,6 +70,7 @@ def environment(device: str | None = None, dtype: str | None = None) -> dict[str
         "dtype": dtype,
         "git_commit": git_commit(),
     }
+    env.update(precision_facts(device))
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -79,6 +80,24 @@ def environment(device: str | None = None, dtype: str | None = None) -> dict[str
     except OSError:
         pass
     return env
+
+
+def precision_facts(device: str | None) -> dict[str, Any]:
+    """The GPU's compute capability and whether bfloat16 is native on `device` (a GPU from sm_80;
+    a CPU with AVX512-BF16/AMX): a T4 runs bfloat16 emulated, and its timings say so."""
+    import torch
+
+    from specdec_lib.models import bf16_native
+
+    facts: dict[str, Any] = {"gpu_capability": None, "bf16_native": None}
+    if not device:
+        return facts
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        facts["gpu_capability"] = ".".join(map(str, torch.cuda.get_device_capability(dev)))
+    if dev.type in ("cuda", "cpu"):
+        facts["bf16_native"] = bf16_native(dev)
+    return facts
 
 
 class Tracker:

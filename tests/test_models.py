@@ -93,12 +93,59 @@ def test_auto_dtype_on_cpu_follows_bf16_support(
     assert resolve_dtype("auto", torch.device("cpu")) == dtype
 
 
-@pytest.mark.parametrize(("bf16", "dtype"), [(True, torch.bfloat16), (False, torch.float16)])
-def test_auto_dtype_on_cuda_follows_bf16_support(
-    monkeypatch: pytest.MonkeyPatch, bf16: bool, dtype: torch.dtype
+@pytest.mark.parametrize(
+    ("capability", "family", "dtype"),
+    [
+        ((7, 5), None, torch.float16),  # a T4: bfloat16 only emulated
+        ((7, 5), "llama", torch.float16),
+        ((7, 5), "gemma3", torch.bfloat16),  # Gemma 3 overflows in float16: emulated bfloat16
+        ((7, 5), "gemma3_text", torch.bfloat16),
+        ((8, 0), None, torch.bfloat16),  # an A100: native
+        ((9, 0), "gemma3", torch.bfloat16),
+    ],
+)
+def test_auto_dtype_on_cuda_follows_the_compute_capability(
+    monkeypatch: pytest.MonkeyPatch, capability, family, dtype: torch.dtype
 ) -> None:
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: bf16)
-    assert resolve_dtype("auto", torch.device("cuda")) == dtype
+    """torch.cuda.is_bf16_supported() counts emulation (True on sm_75): the capability decides."""
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+    assert resolve_dtype("auto", torch.device("cuda"), family) == dtype
+    assert models.cuda_bf16_native() is (capability >= (8, 0))
+
+
+def test_float16_for_gemma3_is_a_one_line_specdec_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (7, 5))
+    for device in ("cuda", "cpu"):
+        with pytest.raises(SpecdecError, match="float16' overflows in gemma3") as err:
+            resolve_dtype("float16", torch.device(device), "gemma3")
+        assert "\n" not in str(err.value)
+
+
+def test_env_records_whether_bf16_is_native(monkeypatch: pytest.MonkeyPatch) -> None:
+    from specdec_lib.tracking import precision_facts
+
+    for capability, native in (((7, 5), False), ((8, 6), True)):
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d=None, c=capability: c)
+        facts = precision_facts("cuda:0")
+        assert facts == {
+            "gpu_capability": f"{capability[0]}.{capability[1]}",
+            "bf16_native": native,
+        }
+    monkeypatch.setattr(models, "cpu_has_fast_bf16", lambda: False)
+    assert precision_facts("cpu")["bf16_native"] is False
+
+
+def test_load_model_refuses_float16_for_gemma3_before_loading_weights(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conftest import tiny_gemma
+
+    tiny_gemma(seed=0, n_layers=1).config.save_pretrained(tmp_path)  # a config, no weights
+    monkeypatch.setattr(models, "cpu_has_fast_fp16", lambda: True)
+    monkeypatch.setattr(models, "_load_weights", lambda *a: pytest.fail("weights were loaded"))
+    with pytest.raises(SpecdecError, match="float16' overflows in gemma3_text"):
+        load_model(str(tmp_path), dtype="float16", device="cpu")
 
 
 def test_float16_on_a_cpu_without_fp16_is_a_specdec_error(monkeypatch: pytest.MonkeyPatch) -> None:

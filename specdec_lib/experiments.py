@@ -38,6 +38,7 @@ from filelock import FileLock
 from tqdm.auto import tqdm
 
 from specdec_lib import theory
+from specdec_lib.cache import check_finite
 from specdec_lib.config import SamplingConfig, SpecConfig, config_hash
 from specdec_lib.generate import Generator
 from specdec_lib.metrics import bootstrap_ci, first_divergence, paired_speedup, repeated_ngram_share
@@ -94,6 +95,7 @@ def top2_margin(arm: Arm, ids: Sequence[int]) -> float:
             .logits[0, -1]
             .float()
         )
+    check_finite(logits[None], arm.generator.lm.dtype)  # NaN would make a margin of nan, silently
     top = torch.topk(logits, 2).values
     return float(top[0] - top[1])
 

@@ -6,7 +6,12 @@ wall time of the `generate` call:
 - "prompt_lookup": `prompt_lookup_num_tokens=k` (HF's n-gram lookup, its default
   `max_matching_ngram_size`), the peer of our n-gram drafter;
 - "assisted": `assistant_model=assistant` drafting `num_assistant_tokens=k` with the "constant"
-  schedule and no confidence cut-off, so every round drafts k tokens as ours do.
+  schedule and no confidence cut-off, so every round drafts k tokens as ours do. Where the two
+  models' vocabulary sizes differ (Gemma 3 4B: 262,208, 1B: 262,144) the pinned transformers
+  only runs its "universal assisted decoding", which needs both tokenizers: `tokenizer` (the
+  target's) and `assistant_tokenizer` are passed then, and only then (it refuses them otherwise).
+Every mode runs a logits processor that stops on NaN/inf logits (`cache.check_finite`), which
+`generate` would otherwise turn into a token silently.
 The generation config is built fresh (not the checkpoint's, which may carry sampling settings),
 with our EOS ids, a pad id, `max_new_tokens` and nothing else, so HF neither warns nor stops
 for any other reason than ours: after max_new_tokens or an EOS, which it keeps, as we do.
@@ -26,9 +31,9 @@ import time
 from typing import Any
 
 import torch
-from transformers import GenerationConfig
+from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 
-from specdec_lib.cache import CachedLM
+from specdec_lib.cache import CachedLM, check_finite
 from specdec_lib.config import SamplingConfig, SpecConfig
 from specdec_lib.decode import Generation, GenStats, device_sync
 from specdec_lib.errors import SpecdecError
@@ -67,6 +72,23 @@ def _quiet_transformers(quiet: bool):
         log.setLevel(old)
 
 
+class FiniteLogits(LogitsProcessor):
+    """Raises SpecdecError on a NaN/inf score instead of letting argmax pick a token."""
+
+    def __init__(self, dtype: torch.dtype):
+        self.dtype = dtype
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        check_finite(scores, self.dtype)  # scores: [batch, V]
+        return scores
+
+
+def _text_vocab(model: torch.nn.Module) -> int:
+    cfg = model.config
+    cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+    return int(cfg.vocab_size)
+
+
 def _assistant_model(assistant: Any) -> torch.nn.Module:
     model = (
         assistant if isinstance(assistant, torch.nn.Module) else getattr(assistant, "model", None)
@@ -85,6 +107,7 @@ def hf_generate(
     mode: str,
     k: int | None = None,
     assistant: Any = None,
+    assistant_tokenizer: Any = None,
 ) -> tuple[list[int], float]:
     """(new token ids, wall seconds of `model.generate`) for one prompt, greedy."""
     if mode not in MODES:
@@ -95,13 +118,27 @@ def hf_generate(
         raise SpecdecError(f"mode {mode!r} needs k >= 1, got {k!r}")
     model = loaded.model
     input_ids = torch.tensor([list(prompt_ids)], dtype=torch.long, device=loaded.device)
-    kwargs: dict[str, Any] = {"attention_mask": torch.ones_like(input_ids)}
+    kwargs: dict[str, Any] = {
+        "attention_mask": torch.ones_like(input_ids),
+        "logits_processor": LogitsProcessorList([FiniteLogits(loaded.dtype)]),
+    }
     extra: dict[str, Any] = {}
     restore = None
     if mode == "prompt_lookup":
         extra["prompt_lookup_num_tokens"] = int(k)
     elif mode == "assisted":
         helper = _assistant_model(assistant)
+        if _text_vocab(helper) != _text_vocab(model):
+            if assistant_tokenizer is None:
+                assistant_tokenizer = getattr(assistant, "tokenizer", None)
+            if assistant_tokenizer is None:
+                raise SpecdecError(
+                    f"the assistant's vocabulary ({_text_vocab(helper)} ids) differs from the "
+                    f"target's ({_text_vocab(model)}): Hugging Face needs both tokenizers; "
+                    "pass assistant_tokenizer"
+                )
+            kwargs["tokenizer"] = loaded.tokenizer
+            kwargs["assistant_tokenizer"] = assistant_tokenizer
         # HF reads the draft length from the assistant's own generation config; give it a private
         # copy (an early-exit view shares the target's config object) and put it back afterwards.
         restore = (helper, helper.generation_config)
@@ -130,12 +167,20 @@ class HFGenerator:
     """A Hugging Face mode shaped like `generate.Generator` for `experiments.run_paired`:
     `generate_ids` returns the tokens and stats holding only the token count and wall time."""
 
-    def __init__(self, loaded: LoadedModel, mode: str, k: int | None = None, assistant=None):
+    def __init__(
+        self,
+        loaded: LoadedModel,
+        mode: str,
+        k: int | None = None,
+        assistant=None,
+        assistant_tokenizer=None,
+    ):
         if mode not in MODES:
             raise SpecdecError(f"unknown Hugging Face mode {mode!r}; use one of {', '.join(MODES)}")
         self.target = loaded
         self.lm = CachedLM(loaded.model)  # only .device is read (run_paired's top-2 margin)
         self.mode, self.k, self.assistant = mode, k, assistant
+        self.assistant_tokenizer = assistant_tokenizer
 
     def generate_ids(self, ids, spec: SpecConfig, sampling: SamplingConfig) -> Generation:
         if not sampling.greedy:
@@ -147,6 +192,7 @@ class HFGenerator:
             mode=self.mode,
             k=None if self.mode == "greedy" else (self.k or spec.k),
             assistant=self.assistant,
+            assistant_tokenizer=self.assistant_tokenizer,
         )
         eos = set(eos_token_ids(self.target))
         stats = GenStats(new_tokens=len(tokens), wall_s=float(wall))

@@ -49,6 +49,7 @@ PROFILES = ROOT / "profiles"
 SPLIT_SEED = 0  # the fit/eval article split; generate.fit_ids_for fits the bigram on seed 0 too
 WANDB_PROJECT = "specdec"
 TINY = "tiny-random"
+TINY_DRAFT = "tiny-random-draft"  # `model:tiny-random-draft`: the smoke-pair's draft
 
 EXPERIMENTS = {
     "01_baseline": ["baseline"],
@@ -196,7 +197,7 @@ def load_target(S: Study, dtype: str | None = None):
     key = (name, dtype, device)
     if key not in _MODELS:
         if name == TINY:
-            _MODELS[key] = tiny_random_model(dtype, **S.profile.get("tiny", {}))
+            _MODELS[key] = tiny_random_model(dtype, device=device, **S.profile.get("tiny", {}))
         else:
             from specdec_lib.models import load_model
 
@@ -240,6 +241,17 @@ def get_drafter(S: Study, loaded, spec: str, *, use_cache: bool = True, k_max: i
         base_key = (id(loaded), spec, True, None)
         if not use_cache and base_key in _DRAFTERS:
             d = _recached(_DRAFTERS[base_key], False)
+        elif spec == f"model:{TINY_DRAFT}":
+            from specdec_lib.drafters import ModelDrafter
+            from specdec_lib.models import shared_vocab_size
+
+            draft = tiny_draft(S, loaded)
+            d = ModelDrafter(
+                draft.model,
+                vocab_size=shared_vocab_size(loaded, draft),
+                use_cache=use_cache,
+                tokenizer=draft.tokenizer,
+            )
         else:
             d = build_drafter(
                 spec,
@@ -283,21 +295,17 @@ def build_arms(
 # --------------------------------------------------------------------------- tiny random target
 
 
-def tiny_random_model(
-    dtype: str = "float64",
-    *,
-    vocab: int = 2048,
-    hidden: int = 64,
-    layers: int = 4,
-    heads: int = 2,
-    seed: int = 0,
-):
-    """A random-init Gemma 3 (a few layers, 64 wide) with a word-level tokenizer over the most
-    frequent words of the bundled WikiText-2 test split; offline and instant."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig, PreTrainedTokenizerFast
+_TINY_TOKENIZERS: dict[int, Any] = {}
 
-    from specdec_lib.models import LoadedModel
+
+def tiny_tokenizer(vocab: int = 2048):
+    """A word-level tokenizer over the `vocab` - 4 most frequent words of the bundled WikiText-2
+    test split plus <pad> <eos> <bos> <unk>; one object per size, so a tiny target and its tiny
+    draft share it."""
+    if vocab in _TINY_TOKENIZERS:
+        return _TINY_TOKENIZERS[vocab]
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
 
     text = (ROOT / "data" / "wikitext-2-raw" / "wiki.test.raw").read_text(encoding="utf-8")
     specials = ["<pad>", "<eos>", "<bos>", "<unk>"]
@@ -308,16 +316,49 @@ def tiny_random_model(
     tok.post_processor = processors.TemplateProcessing(
         single="<bos> $A", special_tokens=[("<bos>", table["<bos>"])]
     )
-    tokenizer = PreTrainedTokenizerFast(
+    _TINY_TOKENIZERS[vocab] = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         bos_token="<bos>",
         eos_token="<eos>",
         unk_token="<unk>",
         pad_token="<pad>",
     )
+    return _TINY_TOKENIZERS[vocab]
+
+
+def tiny_random_model(
+    dtype: str = "float64",
+    *,
+    vocab: int = 2048,
+    hidden: int = 64,
+    layers: int = 4,
+    heads: int = 2,
+    seed: int = 0,
+    extra_vocab: int = 0,
+    conditional: bool = False,
+    device: str = "cpu",
+):
+    """A random-init Gemma 3 (a few layers, 64 wide) with a word-level tokenizer over the most
+    frequent words of the bundled WikiText-2 test split; offline and instant.
+
+    `extra_vocab` rows beyond the tokenizer's ids imitate Gemma 3 4B's larger vocabulary (262,208
+    ids beside the 1B's 262,144); `conditional` builds a `Gemma3ForConditionalGeneration` (the
+    class Gemma 3 4B loads as, with a tiny vision tower) instead of a `Gemma3ForCausalLM`."""
+    from transformers import (
+        Gemma3Config,
+        Gemma3ForCausalLM,
+        Gemma3ForConditionalGeneration,
+        Gemma3TextConfig,
+        SiglipVisionConfig,
+    )
+
+    from specdec_lib.models import LoadedModel, resolve_device
+
+    tokenizer = tiny_tokenizer(vocab)
+    n_ids = len(tokenizer) + int(extra_vocab)
     kinds = ["sliding_attention", "full_attention"]
     cfg = Gemma3TextConfig(
-        vocab_size=len(table),
+        vocab_size=n_ids,
         hidden_size=hidden,
         intermediate_size=2 * hidden,
         num_hidden_layers=layers,
@@ -339,15 +380,54 @@ def tiny_random_model(
     tdtype = {"float64": torch.float64, "float32": torch.float32, "auto": torch.float64}.get(
         dtype, torch.float64
     )
-    model = Gemma3ForCausalLM(cfg).to(tdtype).eval()
+    if conditional:
+        vision = SiglipVisionConfig(
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            image_size=28,
+            patch_size=14,
+        )
+        top = Gemma3Config(
+            text_config=cfg,
+            vision_config=vision,
+            mm_tokens_per_image=4,
+            boi_token_index=n_ids - 3,
+            eoi_token_index=n_ids - 2,
+            image_token_index=n_ids - 1,
+            tie_word_embeddings=False,
+            attn_implementation="sdpa",
+        )
+        model = Gemma3ForConditionalGeneration(top)
+        model.generation_config.eos_token_id = 1
+    else:
+        model = Gemma3ForCausalLM(cfg)
+    dev = resolve_device(device)
+    model = model.to(device=dev, dtype=tdtype).eval()
+    model.requires_grad_(False)
     return LoadedModel(
         model=model,
         tokenizer=tokenizer,
         name=TINY,
         dtype=tdtype,
-        device=torch.device("cpu"),
-        vocab_size=len(table),
+        device=dev,
+        vocab_size=int(model.get_output_embeddings().weight.shape[0]),
     )
+
+
+def tiny_draft(S: Study, loaded):
+    """The smoke-pair's draft (`model:tiny-random-draft`): a tiny Gemma3ForCausalLM over the
+    target's tokenizer without its extra ids, in the target's dtype and device (profile
+    `tiny_draft`: layers, hidden, heads, seed)."""
+    opts = {**S.profile.get("tiny", {}), **S.profile.get("tiny_draft", {})}
+    opts.pop("extra_vocab", None)
+    opts.pop("conditional", None)
+    dtype = str(loaded.dtype).removeprefix("torch.")
+    key = (TINY_DRAFT, dtype, str(loaded.device))
+    if key not in _MODELS:
+        _MODELS[key] = tiny_random_model(dtype, device=loaded.device.type, **opts)
+    return _MODELS[key]
 
 
 # --------------------------------------------------------------------------- data and prompts
@@ -816,10 +896,14 @@ def draft_predictor(drafter) -> Callable[[list[int]], list[int]]:
         model, vsize, tmap = drafter.lm.model, drafter.lm.vocab_size, drafter.token_map
 
         def predict(ids: list[int]) -> list[int]:
+            from specdec_lib.cache import check_finite
+
             dev = next(model.parameters()).device
+            fed = torch.tensor([drafter.embeddable(list(ids))], device=dev)  # [1, n]
             with torch.inference_mode():
-                logits = model(input_ids=torch.tensor([ids], device=dev), use_cache=False).logits
+                logits = model(input_ids=fed, use_cache=False).logits  # [1, n, V]
             logits = logits[0] if vsize is None else logits[0, :, :vsize]
+            check_finite(logits, drafter.lm.dtype)  # NaN would argmax to a token silently
             best = logits.argmax(-1)
             return (tmap[best] if tmap is not None else best).tolist()
 
@@ -836,9 +920,12 @@ def agreements(
     """experiments.teacher_forced_agreement for several drafts with one target pass, plus
     `target_vs_reference`: the target's argmax against the continuation itself."""
     ids = list(prefix) + list(continuation)
+    from specdec_lib.cache import check_finite
+
     dev = next(target_model.parameters()).device
     with torch.inference_mode():
         logits = target_model(input_ids=torch.tensor([ids], device=dev), use_cache=False).logits[0]
+    check_finite(logits, next(target_model.parameters()).dtype)  # NaN would argmax silently
     start, end = len(prefix) - 1, len(ids) - 1
     target_next = logits[start:end].argmax(-1).tolist()
     out = {}
@@ -1263,16 +1350,18 @@ def run_sampling(S: Study) -> ExperimentResult:
 
 
 def assistant_for(S: Study, loaded):
-    """The assistant model HF assisted generation gets: the transformer draft as a model of its
-    own (model:ID), or for the self-draft the target's early exit with its full head."""
+    """(model, tokenizer) for HF assisted generation: the transformer draft as a model of its own
+    (model:ID, with its own tokenizer, which HF needs where the vocabulary sizes differ), or for
+    the self-draft the target's early exit with its full head (the target's tokenizer)."""
     spec = S.profile["drafts"]["transformer"]
     if spec.startswith("model:"):  # the draft our arm already loaded: no second copy in memory
-        return get_drafter(S, loaded, spec).lm.model
+        drafter = get_drafter(S, loaded, spec)
+        return drafter.lm.model, drafter.tokenizer or loaded.tokenizer
     from specdec_lib.drafters import SELF_LAYERS
     from specdec_lib.drafters.self_draft import early_exit_model
 
     args = spec.split(":")[1:]
-    return early_exit_model(loaded.model, int(args[0]) if args else SELF_LAYERS)
+    return early_exit_model(loaded.model, int(args[0]) if args else SELF_LAYERS), loaded.tokenizer
 
 
 HF_ARMS = {"hf-greedy": "greedy", "hf-prompt-lookup": "prompt_lookup", "hf-assisted": "assisted"}
@@ -1327,9 +1416,12 @@ def run_peers(S: Study) -> ExperimentResult:
         if not peers_error:
             from specdec_lib.peers import HFGenerator
 
-            assistant = assistant_for(S, loaded)
+            assistant, assistant_tok = assistant_for(S, loaded)
             for m, mode in HF_ARMS.items():
-                gen = HFGenerator(loaded, mode, k, assistant if mode == "assisted" else None)
+                if mode == "assisted":
+                    gen = HFGenerator(loaded, mode, k, assistant, assistant_tok)
+                else:
+                    gen = HFGenerator(loaded, mode, k)
                 arms.append(Arm(Method(m, f"hf:{mode}", k), gen))
 
         def hook(row):

@@ -111,5 +111,8 @@ def build_drafter(
 
     draft = load_model(args[0], dtype=dtype, device=device)
     return ModelDrafter(
-        draft.model, vocab_size=shared_vocab_size(target, draft), use_cache=use_cache
+        draft.model,
+        vocab_size=shared_vocab_size(target, draft),
+        use_cache=use_cache,
+        tokenizer=draft.tokenizer,
     )

@@ -6,7 +6,11 @@ tokens are decoded one at a time. Greedy: argmax. Sampling: each token is drawn 
 logits processed exactly like the target's, and q is returned for the verifier.
 
 `vocab_size` slices the draft's logits to the ids it shares with the target; `token_map` maps a
-pruned head's rows back to vocabulary ids (a self-draft with a frequency-pruned LM head).
+pruned head's rows back to vocabulary ids (a self-draft with a frequency-pruned LM head). A
+target whose vocabulary is larger than the draft's (Gemma 3 4B: 262,208 ids; 1B: 262,144) can
+emit or be prompted with an id the draft's embedding has no row for: the draft reads `stand_in`
+there instead (its input only; the sequence is untouched), so it guesses worse at worst, and the
+verifier decides as always, which keeps decoding lossless.
 Knows nothing about the verifier or the target.
 """
 
@@ -51,10 +55,27 @@ class ModelDrafter(Drafter):
         token_map: torch.Tensor | None = None,  # [V_head] vocabulary id of each head row
         full_vocab: int | None = None,  # width of q when token_map is set
         use_cache: bool = True,
+        stand_in: int | None = None,  # what the draft reads for an id it cannot embed
+        tokenizer=None,  # the draft's own (Hugging Face assisted generation needs it)
     ):
         self.lm = CachedLM(model, use_cache=use_cache, vocab_size=vocab_size)
         self.token_map = token_map
         self.full_vocab = full_vocab
+        self.tokenizer = tokenizer
+        embedding = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+        self.embed_limit: int | None = getattr(embedding, "num_embeddings", None)
+        if stand_in is None:
+            cfg = getattr(model, "config", None)
+            cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+            stand_in = getattr(cfg, "pad_token_id", None)
+        self.stand_in = int(stand_in or 0)
+
+    def embeddable(self, ids: list[int]) -> list[int]:
+        """ids as the draft reads them: an id without a row in its embedding -> `stand_in`."""
+        limit = self.embed_limit
+        if limit is None or not ids or max(ids) < limit:
+            return ids
+        return [t if t < limit else self.stand_in for t in ids]
 
     def begin(self, prompt: list[int]) -> None:
         self.lm.reset()
@@ -63,7 +84,7 @@ class ModelDrafter(Drafter):
         return choose(logits, sampling, generator, self.token_map, self.full_vocab)
 
     def propose(self, seq, k, sampling, generator) -> Draft:
-        todo = self.lm.sync_to(seq)
+        todo = self.lm.sync_to(self.embeddable(seq))
         logits = self.lm.extend(todo, 1)  # [1, V]
         tokens: list[int] = []
         qs: list[torch.Tensor] = []

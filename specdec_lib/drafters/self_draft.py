@@ -3,8 +3,9 @@
 The draft shares the target's weights (no copy): it runs the embedding, the first `n_layers`
 decoder layers, the final norm and either the full LM head or a head restricted to the `keep`
 most frequent token ids of the fit split (its own small matrix). Its extra memory is its KV cache
-and the pruned head. Works for decoder models laid out as `model.model.layers` / `model.lm_head`
-whose forward honours `config.num_hidden_layers` (Gemma 3, Llama, Qwen...).
+and the pruned head. Works for models with an `lm_head` whose decoder (found by `decoder_path`:
+`model.model` for a causal LM, `model.model.language_model` for Gemma 3 4B's
+Gemma3ForConditionalGeneration) holds `layers` and honours `config.num_hidden_layers`.
 Knows nothing about the verifier.
 """
 
@@ -29,23 +30,49 @@ def _shallow(module: torch.nn.Module) -> torch.nn.Module:
     return new
 
 
+def decoder_path(model: torch.nn.Module) -> str:
+    """The dotted name of the text decoder: the first module with token embeddings
+    (`embed_tokens`), a `layers` ModuleList and a config with num_hidden_layers (a vision
+    tower's encoder has layers but no token embeddings): "model" for Gemma3ForCausalLM / Llama /
+    Qwen, "model.language_model" for Gemma3ForConditionalGeneration (Gemma 3 4B)."""
+    for name, module in model.named_modules():
+        layers = getattr(module, "layers", None)
+        config = getattr(module, "config", None)
+        if (
+            name
+            and isinstance(layers, torch.nn.ModuleList)
+            and hasattr(module, "embed_tokens")
+            and hasattr(config, "num_hidden_layers")
+        ):
+            return name
+    raise SpecdecError(
+        f"a self-draft needs a decoder with a `layers` list; {type(model).__name__} has none"
+    )
+
+
 def early_exit_model(model: torch.nn.Module, n_layers: int) -> torch.nn.Module:
-    """The target cut after n_layers decoder layers, sharing its weights."""
-    inner = getattr(model, "model", None)
-    layers = getattr(inner, "layers", None)
-    if layers is None or not hasattr(model, "lm_head"):
-        raise SpecdecError(
-            f"a self-draft needs a decoder laid out as model.layers; got {type(model).__name__}"
-        )
-    total = len(layers)
+    """The target cut after n_layers decoder layers, sharing its weights: the modules on the
+    path to the decoder are shallow copies, the decoder's copy gets a config with
+    num_hidden_layers = n_layers (its forward runs `layers[: num_hidden_layers]`)."""
+    if not hasattr(model, "lm_head"):
+        raise SpecdecError(f"a self-draft needs an LM head (lm_head); got {type(model).__name__}")
+    path = decoder_path(model).split(".")
+    decoder = model.get_submodule(".".join(path))
+    total = len(decoder.layers)
     if not 1 <= n_layers <= total:
         raise SpecdecError(f"self-draft layers must be in [1, {total}], got {n_layers}")
     draft = _shallow(model)
-    draft.model = _shallow(inner)
-    cfg = copy.deepcopy(inner.config)
+    parent, source = draft, model
+    for part in path:
+        source = getattr(source, part)
+        copy_ = _shallow(source)
+        setattr(parent, part, copy_)
+        parent = copy_
+    cfg = copy.deepcopy(decoder.config)
     cfg.num_hidden_layers = n_layers
-    draft.model.config = cfg
-    draft.config = cfg
+    parent.config = cfg
+    if len(path) == 1:  # a causal LM: the model's config is the decoder's
+        draft.config = cfg
     return draft
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -37,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 STAGING = Path("book") / "experiments"
 BOOK_SOURCES = ("_config.yml", "_toc.yml", "book")
 KERNEL_NAME = "specdec"
+COLAB_BADGE = re.compile(r"\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)\n*")
 
 
 def toc_experiments(toc_path: Path) -> list[str]:
@@ -108,9 +110,12 @@ def squash_streams(outputs: list) -> list:
 
 def stage_notebook(src: Path, dst: Path, name: str, profile: str) -> None:
     """Copy an executed notebook for rendering: a title if it has none, a provenance note, tqdm
-    refreshes squashed to their final state, and the Colab set-up cell folded (hide-input)."""
+    refreshes squashed to their final state, the Colab set-up cell folded (hide-input), and the
+    Colab badge dropped (the page's launch button does the same without a remote image)."""
     nb = nbformat.read(src, as_version=4)
     for cell in nb.cells:
+        if cell.cell_type == "markdown":  # the page has its own Colab button; no remote image
+            cell.source = COLAB_BADGE.sub("", cell.source).lstrip("\n")
         if cell.cell_type != "code":
             continue
         cell.outputs = squash_streams(cell.get("outputs", []))

@@ -6,15 +6,28 @@ pointed at the source notebook in the repository (notebooks/NN_name.ipynb, whose
 itself up in Colab). The chapter pages are MyST Markdown, which Colab cannot open, so their
 launch group is dropped (the page's download menu still offers the executed .ipynb).
 
-Also adds book/_static/specdec.css (compact tables).
+Also adds book/_static/specdec.css (compact tables), and serves MathJax 3 from the book itself:
+the `mathjax` files of the PyPI package `django-static-mathjax` (requirements.txt) are copied
+into `_static/mathjax/` and `mathjax_path` points there, so that math renders offline (a local
+build, a mirror) and no page loads a script from a CDN. Without the package the build stops with
+a one-line error saying what to install.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import shutil
 from pathlib import Path
 from typing import Any
 
+from sphinx.errors import ExtensionError
+
 STAGED = "book/experiments/"
+MATHJAX_ENTRY = "tex-mml-chtml.js"  # what Sphinx loads by default, from a CDN
+# the entry script and what it loads on demand (TeX extensions, CHTML fonts, menu, a11y);
+# not the speech-rule engine or the SVG output, which the book never asks for
+MATHJAX_PARTS = (MATHJAX_ENTRY, "input", "output/chtml", "output/chtml.js", "ui", "a11y",
+                 "adaptors")  # fmt: skip
 
 
 def _retarget(app, pagename: str, templatename: str, context: dict[str, Any], doctree) -> None:
@@ -37,8 +50,42 @@ def _retarget(app, pagename: str, templatename: str, context: dict[str, Any], do
             buttons.remove(group)
 
 
+def mathjax_source() -> Path | None:
+    """The es5/ folder of the packaged MathJax 3, or None when the package is not installed."""
+    spec = importlib.util.find_spec("mathjax")
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        es5 = Path(loc) / "static" / "mathjax" / "es5"
+        if (es5 / MATHJAX_ENTRY).is_file():
+            return es5
+    return None
+
+
+def stage_mathjax(dest: Path) -> Path:
+    """Copy the parts of MathJax the book uses to dest/mathjax; returns dest (a static path)."""
+    src = mathjax_source()
+    if src is None:
+        raise ExtensionError(
+            "MathJax is not installed: pip install -r requirements.txt "
+            "(the book serves MathJax from the package django-static-mathjax, never a CDN)"
+        )
+    out = dest / "mathjax"
+    if out.exists():
+        shutil.rmtree(out)
+    for part in MATHJAX_PARTS:
+        s, d = src / part, out / part
+        d.parent.mkdir(parents=True, exist_ok=True)
+        if s.is_dir():
+            shutil.copytree(s, d)
+        elif s.is_file():
+            shutil.copy2(s, d)
+    return dest
+
+
 def _static(app) -> None:
     app.config.html_static_path.append(str(Path(__file__).resolve().parents[1] / "_static"))
+    if app.builder.format == "html":
+        staged = stage_mathjax(Path(app.doctreedir).parent / "specdec_static")
+        app.config.html_static_path.append(str(staged))
 
 
 def setup(app):

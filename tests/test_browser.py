@@ -1,0 +1,108 @@
+"""The built book read in headless Chromium: math typeset by the book's own MathJax (no CDN, no
+network), no TeX source left in any page's text, every image loaded.
+
+One book is built per test session from synthetic results (tests/test_book.py's writer, plus an
+executed notebook with a figure and a Colab badge); skipped with its reason where Chromium is
+absent (`apt-get install chromium`; .ci/run installs it).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+from browser import chromium, raw_math, read_page, serve
+from test_book import _build, write_synthetic
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(
+    chromium() is None, reason="no Chromium on PATH (apt-get install chromium; .ci/run does)"
+)
+
+
+def _png() -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(2, 1.5))
+    ax.plot([0, 1], [0, 1])
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def _pages() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    found = [toc["root"]]
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("file"), str):
+                found.append(node["file"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(toc.get("parts", []))
+    return [f"{p.removesuffix('.md').removesuffix('.ipynb')}.html" for p in dict.fromkeys(found)]
+
+
+@pytest.fixture(scope="session")
+def book_html(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("browser")
+    results = tmp / "results"
+    write_synthetic(results, "synthetic")
+    nb_path = results / "synthetic" / "notebooks" / "05_k_sweep.ipynb"
+    nb = nbformat.read(nb_path, as_version=4)
+    nb.cells[0].source = (
+        "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
+        "(https://colab.research.google.com/github/x/y/blob/main/n.ipynb)\n\n" + nb.cells[0].source
+    )
+    fig = nbformat.v4.new_code_cell("show()")
+    fig.outputs = [nbformat.v4.new_output("display_data", data={"image/png": _png()})]
+    nb.cells.append(fig)
+    nbformat.write(nb, nb_path)
+    proc = _build(tmp, "synthetic", results)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return tmp / "book" / "_build" / "html"
+
+
+def test_the_book_serves_mathjax_itself(book_html):
+    page = (book_html / "book" / "math.html").read_text(encoding="utf-8")
+    srcs = re.findall(r'<script[^>]*src="([^"]*(?:mathjax|tex-mml)[^"]*)"', page, re.I)
+    assert srcs and all(not s.startswith(("http:", "https:", "//")) for s in srcs), srcs
+    assert (book_html / "_static" / "mathjax" / "tex-mml-chtml.js").is_file()
+    fonts = list((book_html / "_static" / "mathjax" / "output" / "chtml" / "fonts").rglob("*.woff"))
+    assert fonts
+
+
+def test_every_page_renders_its_math_and_images(book_html):
+    pages = _pages()
+    assert "book/math.html" in pages and "book/experiments/05_k_sweep.html" in pages
+    problems = []
+    with serve(book_html) as base:
+        for page in pages:
+            r = read_page(base, page)
+            if "error" in r:
+                problems.append(f"{page}: {r['error']}")
+                continue
+            if raw := raw_math(r["text"]):
+                problems.append(f"{page}: TeX source in the text: {raw[:3]}")
+            if r["broken"]:
+                problems.append(f"{page}: images that did not load: {r['broken']}")
+            if r["mjx_errors"]:
+                problems.append(f"{page}: {r['mjx_errors']} MathJax errors")
+            if page == "book/math.html":
+                math = r
+    assert not problems, "\n".join(problems)
+    assert math["mathjax"] == "typeset" and math["math"] >= 50, math["math"]

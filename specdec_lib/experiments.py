@@ -109,9 +109,18 @@ def run_paired(
     warmup: int = 1,
     progress: str | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
+    done: dict[int, list[dict[str, Any]]] | None = None,
+    on_prompt: Callable[[int, Sequence[int], list[dict[str, Any]]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Rows for every prompt x arm. arms[0] is the reference (baseline) for token identity."""
+    """Rows for every prompt x arm. arms[0] is the reference (baseline) for token identity.
+
+    `done` maps a prompt index to its rows from an earlier, interrupted run (a `Checkpoint`):
+    those prompts are not run again; `on_prompt(i, ids, rows)` gets each prompt's rows once all
+    arms ran it (to checkpoint them)."""
     refs = [as_prompt_ref(p) for p in prompts]
+    done = done or {}
+    if len(done) >= len(refs):
+        warmup = 0  # nothing left to run
     for ref in refs[:warmup]:  # warm-up: caches, allocator, lazy init; not recorded
         for arm in arms:
             arm.generator.generate_ids(
@@ -119,6 +128,10 @@ def run_paired(
             )
     rows: list[dict[str, Any]] = []
     for i, ref in enumerate(tqdm(refs, desc=progress or "prompts", disable=progress is None)):
+        if i in done:
+            rows.extend(done[i])
+            continue
+        first_row = len(rows)
         order = [arms[(j + i) % len(arms)] for j in range(len(arms))]
         outs = {}
         for arm in order:
@@ -167,6 +180,8 @@ def run_paired(
             rows.append(row)
             if on_row is not None:
                 on_row(row)
+        if on_prompt is not None:
+            on_prompt(i, ref.ids, rows[first_row:])
     return rows
 
 
@@ -325,6 +340,56 @@ class ResultStore:
 
 
 _LOCKS: dict[str, FileLock] = {}
+
+
+class Checkpoint:
+    """Per-prompt rows of an experiment in progress, so that a rerun after a crash or a lost
+    Colab runtime skips every prompt already finished: one JSON line per (segment, prompt),
+    appended, flushed and fsynced as soon as all arms ran the prompt, in
+    `<results>/<profile>/.<experiment>.partial-<config hash>.jsonl`. A segment names one call of
+    the paired runner (e.g. "context_sweep context 50"); a line only counts for the same prompt
+    ids. A torn last line (killed mid-write) is ignored. The file is removed once the experiment
+    is published; another config's file is removed when this one starts."""
+
+    def __init__(self, store: ResultStore, experiment: str, config: dict[str, Any], fresh: bool):
+        directory = store.dir(experiment).parent
+        directory.mkdir(parents=True, exist_ok=True)
+        self.path = directory / f".{experiment}.partial-{config_hash(config)}.jsonl"
+        for other in directory.glob(f".{experiment}.partial-*.jsonl"):
+            if other != self.path or fresh:
+                other.unlink(missing_ok=True)
+        self._rows: dict[tuple[str, int], tuple[str, list[dict[str, Any]]]] = {}
+        self.resumed = 0  # prompts taken from the file by this process
+        if self.path.is_file():
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                try:
+                    rec = json.loads(line)
+                    self._rows[(rec["segment"], int(rec["prompt"]))] = (rec["ids"], rec["rows"])
+                except (ValueError, KeyError, TypeError):
+                    continue
+
+    @staticmethod
+    def _ids_key(ids: Sequence[int]) -> str:
+        return config_hash({"ids": [int(t) for t in ids]})
+
+    def done(self, segment: str, prompts: Sequence[Any]) -> dict[int, list[dict[str, Any]]]:
+        out = {}
+        for i, p in enumerate(prompts):
+            hit = self._rows.get((segment, i))
+            if hit is not None and hit[0] == self._ids_key(as_prompt_ref(p).ids):
+                out[i] = [dict(r) for r in hit[1]]
+        self.resumed += len(out)
+        return out
+
+    def add(self, segment: str, i: int, ids: Sequence[int], rows: list[dict[str, Any]]) -> None:
+        rec = {"segment": segment, "prompt": i, "ids": self._ids_key(ids), "rows": scrub(rows)}
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(rec, default=_json_default) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
 
 
 def _json_default(o: Any) -> Any:

@@ -483,6 +483,9 @@ def _numeric(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
+_CHECKPOINT = None  # the experiments.Checkpoint of the experiment `execute` is computing
+
+
 def cached(S: Study, experiment: str, config: dict[str, Any]) -> ExperimentResult | None:
     if not S.force and S.store.done(experiment, config):
         print(f"{experiment}: reusing {rel(S.store.dir(experiment))} (same config; force to redo)")
@@ -504,6 +507,10 @@ def execute(
 
     wandb_dir = Path(os.environ["WANDB_DIR"]) if os.environ.get("WANDB_DIR") else ROOT
     tracker = Tracker(WANDB_PROJECT, f"{S.name}/{experiment}", config, dir=wandb_dir)
+    from specdec_lib.experiments import Checkpoint
+
+    global _CHECKPOINT
+    checkpoint = _CHECKPOINT = Checkpoint(S.store, experiment, config, fresh=S.force)
     t0 = time.perf_counter()
     try:
         run = compute(lambda row: tracker.log(_numeric(row)))
@@ -520,11 +527,14 @@ def execute(
             dtype=str(loaded.dtype).removeprefix("torch."),
         )
         env["profile_dtype"] = config["dtype"]
-        env["wall_s_experiment"] = wall
+        env["wall_s_experiment"] = wall  # this process's share when prompts were resumed
+        env["resumed_prompts"] = checkpoint.resumed  # rows measured by an interrupted run
         path = publish(S.store, experiment, config, env, run.rows, summary, run.figures, run.extra)
+        checkpoint.remove()
         tracker.summary(_flat(summary.get("headline", {})))
     finally:
         tracker.finish()
+        _CHECKPOINT = None
     print(f"{experiment}: {wall:.1f} s, written to {rel(path)}")
     return load_result(path)
 
@@ -571,8 +581,15 @@ def paired(
     progress: str,
     on_row: Callable[[dict[str, Any]], None],
     extra_cols: dict[str, Any] | None = None,
+    checkpoint=None,
 ) -> list[dict[str, Any]]:
+    """run_paired with extra columns per row. With a checkpoint (experiments.Checkpoint; by
+    default the one `execute` holds for the experiment being computed) the prompts an
+    interrupted run finished are taken from it and each new prompt is saved to it (the segment
+    is `progress`, unique per call within an experiment)."""
     from specdec_lib.config import SamplingConfig
+
+    checkpoint = checkpoint if checkpoint is not None else _CHECKPOINT
 
     def hook(row: dict[str, Any]) -> None:
         if extra_cols:
@@ -580,6 +597,7 @@ def paired(
                 row[key] = value
         on_row(row)
 
+    done = checkpoint.done(progress, prompts) if checkpoint is not None else None
     return run_paired(
         arms,
         prompts,
@@ -588,6 +606,10 @@ def paired(
         warmup=warmup,
         progress=progress,
         on_row=hook,
+        done=done,
+        on_prompt=(lambda i, ids, rows: checkpoint.add(progress, i, ids, rows))
+        if checkpoint is not None
+        else None,
     )
 
 

@@ -10,7 +10,8 @@ warm-up that also builds every kernel shape the run will use. Groups:
 - `long_c20`, 128 new tokens: our baseline, HF prompt lookup at K = 2, 4, 8 (HF's best is the
   best of them) and `BEST_LONG` (the K sweep runs once, to stay under 10 minutes);
 - `short_c100`, `short_c20`, 32 new tokens: our baseline, `BEST_SHORT`, HF prompt lookup at 4;
-- identity: in float32 (unless the run is float32 already) our n-gram at the largest K, both
+- identity: in float32 (unless the run is float32 already, or on a GPU, where a float32 copy
+  of the target may not fit beside it: a T4 cannot) our n-gram at the largest K, both
   best configurations and HF greedy against our baseline, token for token (in bfloat16 our arms
   are compared too: the fast path is batch-invariant, so they must match there as well);
 - memory: the bytes the target holds (weights, packed weights, KV cache) and those the
@@ -498,6 +499,14 @@ def _group(
     return rows, summarize(rows)
 
 
+def fp32_identity_wanted(loaded: LoadedModel, loaded_fp32: LoadedModel | None) -> bool:
+    """Whether to load a float32 twin for the identity check: given one, or the run is in a
+    reduced precision on a CPU (on a GPU a float32 copy beside the target may not fit: a T4)."""
+    if loaded_fp32 is not None:
+        return True
+    return loaded.dtype != torch.float32 and loaded.device.type != "cuda"
+
+
 def _identity(
     target: str,
     device: str,
@@ -656,14 +665,19 @@ def _run_bench(
     configs = [ngram_cfgs[-1], best_long, best_short]
     id_prompts = prompts[contexts[0]][: 1 if quick else 2]
     id_tokens = min(IDENTITY_TOKENS, long_tokens)
-    if loaded.dtype != torch.float32 or loaded_fp32 is not None:
+    if fp32_identity_wanted(loaded, loaded_fp32):
         identity = _identity(
             target, device, configs, id_prompts, id_tokens, fit_ids_of, loaded_fp32
         )
-    else:
+    elif loaded.dtype == torch.float32:
         identity = {
             "dtype": "float32",
             "note": "the run itself is float32: see identical_to_baseline",
+        }
+    else:
+        identity = {
+            "dtype": "float32",
+            "note": "skipped on a GPU: a float32 copy of the target may not fit beside it",
         }
 
     targets = _targets(groups, all_rows, memory, contexts, quick)

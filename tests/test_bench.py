@@ -322,3 +322,17 @@ def test_wide_float32_weights_multiply_several_rows_as_w_times_x_transposed():
             assert torch.equal(got, ref)
         else:
             assert torch.allclose(got, ref, atol=1e-4, rtol=1e-5)
+
+
+def test_bench_loads_no_float32_twin_of_the_target_on_a_gpu():
+    from types import SimpleNamespace
+
+    from specdec_lib.bench import fp32_identity_wanted
+
+    def loaded(dtype, device):
+        return SimpleNamespace(dtype=dtype, device=torch.device(device))
+
+    assert fp32_identity_wanted(loaded(torch.bfloat16, "cpu"), None)
+    assert not fp32_identity_wanted(loaded(torch.float32, "cpu"), None)
+    assert not fp32_identity_wanted(loaded(torch.bfloat16, "cuda"), None)  # a T4 cannot hold it
+    assert fp32_identity_wanted(loaded(torch.bfloat16, "cuda"), loaded(torch.float32, "cuda"))

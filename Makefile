@@ -4,9 +4,12 @@
 #   make setup                       .venv with the pinned requirements and a `specdec` kernel
 #   make download                    hub weights + the full WikiText-2 where the hub is reachable;
 #                                    always builds the embedded model's local cache
-#   make evaluate [PROFILE=embedded] [RESULTS_DIR=results] [FORCE=0|1]
+#   make evaluate [PROFILE=embedded] [RESULTS_DIR=results] [FORCE=0|1] [BOOK=1|0]
 #   make book [PROFILE=...]          the Jupyter Book from the result files (runs no experiment)
 #   make test | make lint | make notebooks (regenerate notebooks/*.ipynb)
+#   make gpu-check                   smoke-pair on CUDA: token identity, timing sync, memory;
+#                                    report in $(RESULTS_DIR)/gpu-check/report.json (skips
+#                                    with one line where no CUDA device is visible)
 
 PYTHON ?= python3
 VENV := .venv
@@ -17,6 +20,8 @@ KERNEL := specdec
 PROFILE ?= embedded
 RESULTS_DIR ?= results
 FORCE ?= 0
+# BOOK=0: evaluate runs the notebooks only (CI's smoke-pair batch)
+BOOK ?= 1
 FORCE_PY := $(if $(filter 1 true True yes,$(FORCE)),True,False)
 # the committed embedded results must be complete: no placeholder pages
 BOOK_FLAGS ?= $(if $(filter embedded,$(PROFILE)),--strict,)
@@ -32,7 +37,7 @@ NOTEBOOKS := 01_baseline 02_bigram 03_transformer_draft 04_context_sweep 05_k_sw
              06_sampling 07_peers
 OUT_NB := $(RESULTS_DIR)/$(PROFILE)/notebooks
 
-.PHONY: setup download evaluate book test lint notebooks clean-smoke
+.PHONY: setup download evaluate book test lint notebooks clean-smoke gpu-check
 
 setup: $(STAMP)
 
@@ -55,7 +60,7 @@ evaluate: setup
 	    --log-output --no-progress-bar || exit 1; \
 	done; \
 	echo "== notebooks done in $$(( $$(date +%s) - start )) s"
-	$(MAKE) --no-print-directory book
+	$(if $(filter 1,$(BOOK)),$(MAKE) --no-print-directory book,@echo "== book skipped (BOOK=$(BOOK))")
 
 book: setup
 	$(PY) book/build.py --profile $(PROFILE) --results $(RESULTS_DIR) $(BOOK_FLAGS)
@@ -68,3 +73,7 @@ lint: setup
 
 notebooks: setup
 	$(PY) notebooks/make_notebooks.py
+
+gpu-check: setup
+	WANDB_MODE=disabled timeout 300 $(PY) -m specdec_lib.gpu_check \
+	  --out $(RESULTS_DIR)/gpu-check/report.json

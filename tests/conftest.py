@@ -249,19 +249,19 @@ FAKE_SECRETS = {
 }
 
 
-def run_smoke_batch(results: Path) -> None:
-    """Every notebook on the smoke profile with papermill, into results/smoke/notebooks."""
+def run_smoke_batch(results: Path, profile: str = "smoke") -> None:
+    """Every notebook on a tiny profile with papermill, into results/<profile>/notebooks."""
     import papermill as pm
 
     from specdec_lib.report import NOTEBOOKS
 
-    out = results / "smoke" / "notebooks"
+    out = results / profile / "notebooks"
     out.mkdir(parents=True, exist_ok=True)
     for nb in NOTEBOOKS:
         pm.execute_notebook(
             str(ROOT / "notebooks" / f"{nb}.ipynb"),
             str(out / f"{nb}.ipynb"),
-            parameters={"profile": "smoke", "results_dir": str(results)},
+            parameters={"profile": profile, "results_dir": str(results)},
             kernel_name="python3",
             cwd=str(ROOT),
             progress_bar=False,

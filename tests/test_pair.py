@@ -192,3 +192,18 @@ def test_self_draft_finds_the_decoder_of_a_conditional_generation_model(tiny_pai
     assert target.model.model.language_model.config.num_hidden_layers == 4  # untouched
     gen = speculative_decode(CachedLM(target.model), drafter, prompt, k=3, max_new_tokens=12)
     assert gen.tokens == base.tokens and gen.stats.proposed > 0
+
+
+def test_gpu_check_skips_with_one_line_without_cuda(tmp_path, monkeypatch, capsys):
+    import json
+
+    from specdec_lib import gpu_check
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    out = tmp_path / "report.json"
+    assert gpu_check.main(["--out", str(out)]) == 0
+    printed = capsys.readouterr().out.strip().splitlines()
+    assert printed == [
+        "gpu-check: SKIPPED: no CUDA device is visible here (run it on a GPU machine)"
+    ]
+    assert json.loads(out.read_text())["status"] == "skipped"

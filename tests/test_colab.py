@@ -185,3 +185,17 @@ def test_repository_address_is_one_setting():
     badge = f"colab.research.google.com/github/{owner_repo}/blob/"
     assert all(badge in nb.read_text() for nb in NOTEBOOKS)
     assert ".github/workflows/book.yml" in texts[ROOT / "README.md"]
+
+
+def test_make_leaves_wandb_mode_alone_so_a_key_goes_online():
+    """The README: W&B is offline unless WANDB_API_KEY is set. The Makefile used to export
+    WANDB_MODE=offline, which tracking.Tracker obeys even with a key."""
+    make = subprocess.run(
+        ["make", "-pn", "-f", str(ROOT / "Makefile"), "lint"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(ROOT)},
+    )
+    assert make.returncode == 0, make.stderr
+    assert not re.search(r"^WANDB_MODE\s*[:?]?=", make.stdout, flags=re.MULTILINE)

@@ -148,7 +148,17 @@ def install(target: str, *, run=None, path: Path | None = None) -> list[str]:
             f.write(f"torch=={torch_version}\n")
         env["PIP_CONSTRAINT"] = constraints  # pip reads it like -c: nothing may replace torch
     print(f"installing {len(reqs)} requirements for target {target!r} (Colab's torch kept)")
-    run([sys.executable, "-m", "pip", "install", *reqs], check=True, env=env)
+    # pip's own output (its warnings included) is printed into the cell, not left in the log
+    done = run(
+        [sys.executable, "-m", "pip", "install", *reqs],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    print(getattr(done, "stdout", None) or "", end="")
+    if getattr(done, "returncode", 0):
+        raise RuntimeError(f"pip install failed (exit {done.returncode}): its output is above")
     after = _versions(names)
     changed = [n for n in names if before[n] != after[n] and before[n] is not None and _loaded(n)]
     if changed:

@@ -42,7 +42,8 @@ class Recorder:
         self.calls.append((list(cmd), dict(env if env is not None else os.environ)))
         if cmd[:2] == ["git", "clone"]:
             Path(cmd[-1]).symlink_to(ROOT, target_is_directory=True)
-        return subprocess.CompletedProcess(cmd, 0, "", "")
+            return subprocess.CompletedProcess(cmd, 0, "", "")
+        return subprocess.CompletedProcess(cmd, 0, "WARNING: pip said something\n", None)
 
     def pip(self) -> tuple[list[str], dict[str, str]]:
         found = [(c, e) for c, e in self.calls if c[1:4] == ["-m", "pip", "install"]]
@@ -109,6 +110,7 @@ def test_first_cell_runs_under_colab(nb, gpu, fake_colab, monkeypatch, capsys, t
     out = capsys.readouterr()
     assert not any(s in out.out + out.err for s in SECRETS.values())
     assert "restart" in out.out.lower()
+    assert "WARNING: pip said something" in out.out  # pip's warnings reach the cell
 
 
 def test_first_cell_reuses_a_clone_and_keeps_set_secrets(fake_colab, monkeypatch, tmp_path):

@@ -110,6 +110,17 @@ def prefill(target: CachedLM, prompt: list[int]) -> None:
         target.extend(prompt[:-1], 1)
 
 
+def clip_draft(draft: Draft, k: int) -> Draft:
+    """The draft cut to at most k tokens (and k + 1 hidden states)."""
+    if len(draft.tokens) <= k:
+        return draft
+    return Draft(
+        draft.tokens[:k],
+        None if draft.q is None else draft.q[:k],
+        None if draft.target_hidden is None else draft.target_hidden[: k + 1],
+    )
+
+
 def verify_step(
     target: CachedLM,
     seq: list[int],
@@ -167,12 +178,7 @@ def speculative_decode(
         k_eff = min(k, max_new_tokens - stats.new_tokens - 1)
         t1 = time.perf_counter()
         draft = drafter.propose(seq, k_eff, sampling, generator) if k_eff > 0 else Draft([])
-        if len(draft.tokens) > k_eff:  # the target's extra cached positions are cropped below
-            draft = Draft(
-                draft.tokens[:k_eff],
-                None if draft.q is None else draft.q[:k_eff],
-                None if draft.target_hidden is None else draft.target_hidden[: k_eff + 1],
-            )
+        draft = clip_draft(draft, k_eff)  # the target's extra cached positions are cropped below
         device_sync(device)
         t2 = time.perf_counter()
         verdict = verify_step(target, seq, draft, sampling, generator)

@@ -43,6 +43,9 @@ from specdec_lib.experiments import (
     summarize,
 )
 from specdec_lib.metrics import bootstrap_ci, paired_speedup
+from specdec_lib.runtime import current as current_runtime
+from specdec_lib.runtime import env_threads
+from specdec_lib.runtime import setup as setup_runtime
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = ROOT / "profiles"
@@ -141,7 +144,7 @@ def setup(
         rd = ROOT / rd
     force = bool(force) or os.environ.get("FORCE", "0") not in ("", "0", "false", "False")
     torch.manual_seed(int(prof.get("seed", 0)))
-    if prof.get("threads"):
+    if prof.get("threads") and env_threads() is None:  # $SPECDEC_THREADS overrides the profile
         torch.set_num_threads(int(prof["threads"]))
     return Study(prof, rd, force, dict(overrides or {}))
 
@@ -202,7 +205,19 @@ def load_target(S: Study, dtype: str | None = None):
             from specdec_lib.models import load_model
 
             _MODELS[key] = load_model(name, dtype=dtype, device=device)
+            if not S.profile.get("threads") or env_threads() is not None:
+                # the thread count chosen as the CLI and the bench choose it (runtime.setup)
+                setup_runtime(_MODELS[key].model, int(S.profile.get("k", 4)) + 1)
     return _MODELS[key]
+
+
+def thread_choice(S: Study) -> dict[str, Any]:
+    """How this process's thread count was chosen, for env.json."""
+    choice = current_runtime()
+    if choice is not None:
+        return choice
+    how = "profile" if S.profile.get("threads") else "default"
+    return {"threads": torch.get_num_threads(), "chosen_by": how, "step_s": None}
 
 
 def _recached(drafter, use_cache: bool):
@@ -527,6 +542,7 @@ def execute(
             dtype=str(loaded.dtype).removeprefix("torch."),
         )
         env["profile_dtype"] = config["dtype"]
+        env["threads"] = thread_choice(S)
         env["wall_s_experiment"] = wall  # this process's share when prompts were resumed
         env["resumed_prompts"] = checkpoint.resumed  # rows measured by an interrupted run
         path = publish(S.store, experiment, config, env, run.rows, summary, run.figures, run.extra)

@@ -294,6 +294,18 @@ def test_bench_quick_prints_a_table_and_one_json_line_last():
         for name in ("ngram_k4", "best"):
             assert long[name]["identical_to_baseline"] == 1.0
     assert "acceptance_rate" in long["ngram_k4"] and "cost_ratio" in long["best"]
+    for name in ("ngram_k4", "best"):  # predicted from a fitted a and costs timed apart
+        arm = long[name]
+        assert 0.0 <= arm["fitted_acceptance"] <= 1.0
+        assert arm["predicted_speedup"] > 0 and arm["draft_call_cost"] >= 0
+        assert arm["measured_over_predicted"] == pytest.approx(
+            arm["decode_speedup"] / arm["predicted_speedup"]
+        )
+        assert arm["accounting_ratio"] > 0
+    for arm in long.values():  # n beside every interval
+        assert arm["tokens_per_s"]["n"] == 2 and arm["speedup"]["n"] == 2
+    assert set(last["threads"]) >= {"threads", "chosen_by", "step_s"}
+    assert "prediction_agreement" in last["targets"]
     assert last["identity"]["all_identical"] is True  # float32: every configuration lossless
     mem = last["memory"]
     assert mem["target_bytes"] > 0 and mem["self_draft_extra_bytes"] > 0
@@ -336,3 +348,94 @@ def test_bench_loads_no_float32_twin_of_the_target_on_a_gpu():
     assert not fp32_identity_wanted(loaded(torch.float32, "cpu"), None)
     assert not fp32_identity_wanted(loaded(torch.bfloat16, "cuda"), None)  # a T4 cannot hold it
     assert fp32_identity_wanted(loaded(torch.bfloat16, "cuda"), loaded(torch.float32, "cuda"))
+
+
+# ----------------------------------------------------------------------------- honesty
+
+
+def test_fitted_acceptance_is_accepted_over_positions_reached():
+    from specdec_lib.bench import fitted_acceptance
+
+    # calls (accepted, proposed): (2, 4) reached 3, (4, 4) reached 4, (0, 3) reached 1, (0, 0) none
+    assert fitted_acceptance([2, 4, 0, 0], [4, 4, 3, 0]) == pytest.approx(6 / 8)
+    assert fitted_acceptance([0], [0]) is None
+
+
+def _rows(method: str, walls: list[float], acc: str, prop: str, busy: float) -> list[dict]:
+    return [
+        {
+            "method": method,
+            "prompt": i,
+            "wall_s": w,
+            "prefill_s": 0.0,
+            "new_tokens": 10,
+            "draft_s": busy / 2,
+            "verify_s": busy / 2,
+            "accepted_lengths": acc,
+            "proposed_lengths": prop,
+        }
+        for i, w in enumerate(walls)
+    ]
+
+
+def test_measured_over_predicted_can_fail_where_the_accounting_identity_cannot():
+    """The same run against two calibrations: costs that match the run give agreement, costs
+    timed 3x cheaper give a prediction 3x too high; the accounting identity is 1 either way."""
+    from specdec_lib.bench import _decode_prediction
+
+    # baseline: 10 tokens in 1 s (0.1 s a step); the arm: every call of 4 drafts accepts 1
+    # (2 tokens a call, 5 calls), each call 0.1 s of draft + verification: 2x faster
+    rows = _rows("baseline", [1.0, 1.0], "", "", 0.0)
+    rows += _rows("arm", [0.5, 0.5], "1 1 1 1 1", "4 4 4 4 4", 0.5)
+    honest = {"c_call": 0.4, "v": 0.6, "c": 0.1, "n_positions": 4}
+    a = _decode_prediction(rows, "arm", honest)
+    assert a["fitted_acceptance"] == pytest.approx(0.5)  # 1 of 2 reached positions per call
+    assert a["decode_speedup"] == pytest.approx(2.0)
+    assert a["accounting_ratio"] == pytest.approx(1.0)
+    e = (1 - 0.5**5) / 0.5  # Leviathan's expected tokens per call at a = 0.5, d = 4
+    assert a["predicted_speedup"] == pytest.approx(e / 1.0)
+    cheap = {"c_call": 0.4 / 3, "v": 0.6 / 3, "c": 0.1 / 3, "n_positions": 4}
+    b = _decode_prediction(rows, "arm", cheap)
+    assert b["measured_over_predicted"] == pytest.approx(a["measured_over_predicted"] / 3)
+    assert b["accounting_ratio"] == pytest.approx(1.0)
+
+
+def test_thread_choice_alternates_and_keeps_each_counts_fastest(monkeypatch):
+    from specdec_lib import runtime
+
+    seen: list[int] = []
+    set_threads = torch.set_num_threads
+
+    def spy(n: int) -> None:
+        seen.append(n)
+        set_threads(n)
+
+    model = tiny_gemma(1, 2, vocab=BYTE_VOCAB, dtype=torch.float32, window=16)
+    monkeypatch.setattr(torch, "set_num_threads", spy)
+    step_s = runtime.probe_threads(model, (1, 2), rounds=3, steps=2)
+    assert set(step_s) == {1, 2} and all(0 < v < 60 for v in step_s.values())
+    assert seen[:6] == [1, 2, 1, 2, 1, 2]  # in alternation, not one count then the other
+
+
+def test_specdec_threads_overrides_the_timing(monkeypatch):
+    from specdec_lib import runtime
+
+    model = tiny_gemma(1, 2, vocab=BYTE_VOCAB, dtype=torch.float32, window=16)
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setenv("SPECDEC_THREADS", "1")
+        assert runtime.choose_threads(model) == {
+            "threads": 1,
+            "chosen_by": "SPECDEC_THREADS",
+            "step_s": None,
+        }
+        monkeypatch.setenv("SPECDEC_THREADS", "two")
+        with pytest.raises(SpecdecError):
+            runtime.choose_threads(model)
+        monkeypatch.delenv("SPECDEC_THREADS")
+        torch.set_num_threads(2)
+        got = runtime.choose_threads(model, rounds=2)
+        assert got["chosen_by"] == "timing" and set(got["step_s"]) == {"1", "2"}
+        assert torch.get_num_threads() == got["threads"]
+    finally:
+        torch.set_num_threads(before)

@@ -99,6 +99,9 @@ def test_every_result_file(smoke):
             assert summary["experiment"] == exp and summary["profile"] == "smoke"
             assert config["experiment"] == exp and len(config["config_hash"]) == 16
             assert {"torch", "transformers", "git_commit", "dtype", "wall_s_experiment"} <= set(env)
+            # the thread count and how it was chosen (the smoke profile sets 1)
+            assert env["threads"]["threads"] == env["torch_threads"] == 1
+            assert env["threads"]["chosen_by"] in ("profile", "SPECDEC_THREADS")
             assert rows and "headline" in summary and "roles" in summary
             for fig in FIGURES[exp]:
                 assert (results / "smoke" / exp / "figures" / fig).stat().st_size > 0, (exp, fig)

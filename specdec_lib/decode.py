@@ -22,7 +22,7 @@ from specdec_lib.config import SamplingConfig
 from specdec_lib.drafters.base import Draft, Drafter, NoDrafter
 from specdec_lib.errors import SpecdecError
 from specdec_lib.sampling import logits_to_probs, make_generator
-from specdec_lib.verify import greedy_verify, pad_vocab, speculative_verify
+from specdec_lib.verify import Verdict, greedy_verify, pad_vocab, speculative_verify
 
 
 def device_sync(device: torch.device) -> None:
@@ -111,7 +111,12 @@ def prefill(target: CachedLM, prompt: list[int]) -> None:
 
 
 def clip_draft(draft: Draft, k: int) -> Draft:
-    """The draft cut to at most k tokens (and k + 1 hidden states)."""
+    """The draft cut to at most k tokens (and k + 1 hidden states); a tree to depth k."""
+    if draft.parents is not None:
+        from specdec_lib.tree import Tree, clip_tree
+
+        t = clip_tree(Tree(draft.tokens, draft.parents), k)
+        return draft if len(t.tokens) == len(draft.tokens) else Draft(t.tokens, parents=t.parents)
     if len(draft.tokens) <= k:
         return draft
     return Draft(
@@ -131,6 +136,14 @@ def verify_step(
     """One target call on [seq[-1]] + draft (or only its LM head, when the drafter already ran
     the target's body on them); rolls the cache back; returns the Verdict."""
     d = len(draft.tokens)
+    if draft.parents is not None:  # a tree: one call, the longest path greedy agrees with
+        from specdec_lib.tree import GREEDY_ONLY, Tree, verify_tree
+
+        if not sampling.greedy:
+            raise SpecdecError(GREEDY_ONLY)
+
+        accepted, nxt = verify_tree(target, seq, Tree(draft.tokens, draft.parents))
+        return Verdict(len(accepted), nxt, tuple(accepted))
     if draft.target_hidden is not None:  # the drafter ran the target's body: the head is left
         logits = target.head(draft.target_hidden)  # [d + 1, V]
     else:
@@ -187,13 +200,14 @@ def speculative_decode(
         stats.draft_s += t2 - t1
         stats.verify_s += t3 - t2
         stats.target_calls += 1
-        d = len(draft.tokens)
+        d = draft.depth  # a tree counts its longest path
         stats.draft_calls += d > 0
         stats.proposed += d
         stats.accepted += verdict.n_accepted
         stats.accepted_lengths.append(verdict.n_accepted)
         stats.proposed_lengths.append(d)
-        emitted = [*draft.tokens[: verdict.n_accepted], verdict.next_token]
+        path = verdict.path if verdict.path is not None else draft.tokens[: verdict.n_accepted]
+        emitted = [*path, verdict.next_token]
         for i, tok in enumerate(emitted):
             if tok in eos:
                 emitted = emitted[: i + 1]

@@ -33,6 +33,7 @@ from specdec_lib.sampling import sample, uniform
 class Verdict:
     n_accepted: int  # how many leading draft tokens were accepted, 0..K
     next_token: int  # the target's token after them: correction or bonus
+    path: tuple[int, ...] | None = None  # a tree's accepted tokens (a chain's are its prefix)
 
 
 def greedy_verify(draft: list[int], target_argmax: list[int]) -> Verdict:

@@ -4,7 +4,9 @@ Specs: `none` (autoregressive baseline), `bigram`, `ngram`, `ngram+bigram` (look
 bigram), `self` (a self-draft of the target with its own cache; `self:L` or `self:L:KEEP` for the
 first L layers and a head pruned to the KEEP most frequent ids), `shared` / `shared:KEEP` (the
 target's own body on its own cache with a pruned head: `drafters.shared`), and `model:ID_OR_PATH`
-(any causal LM sharing the target's tokenizer).
+(any causal LM sharing the target's tokenizer), `tree` / `tree:NODES[:BRANCH]` (every earlier
+match of the suffix and the bigram's BRANCH top successors as one tree of at most NODES nodes,
+verified in one call, greedy only: `drafters.tree`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.drafters.ngram import NgramDrafter
 from specdec_lib.drafters.self_draft import SelfDrafter, frequent_ids
 from specdec_lib.drafters.shared import SharedBodyDrafter
+from specdec_lib.drafters.tree import TreeDrafter
 from specdec_lib.errors import SpecdecError
 
 if TYPE_CHECKING:
@@ -32,14 +35,15 @@ __all__ = [
     "ModelDrafter",
     "SelfDrafter",
     "SharedBodyDrafter",
+    "TreeDrafter",
     "build_drafter",
     "check_drafter_spec",
 ]
 
 SIMPLE = ("none", "bigram", "ngram", "ngram+bigram")
 ALLOWED = (
-    "none, bigram, ngram, ngram+bigram, self, self:LAYERS[:KEEP], shared, shared:KEEP "
-    "or model:ID_OR_PATH"
+    "none, bigram, ngram, ngram+bigram, self, self:LAYERS[:KEEP], shared, shared:KEEP, "
+    "tree, tree:NODES[:BRANCH] or model:ID_OR_PATH"
 )
 
 # The self-draft measured best on the embedded Gemma 3 270M: all 18 layers with the LM head pruned
@@ -50,6 +54,8 @@ ALLOWED = (
 # (about 70 ms a token here) dominates what the pruned head leaves (a few ms).
 SELF_LAYERS = 18
 SELF_KEEP = 16384
+TREE_NODES = 16  # tree drafter: nodes per verification
+TREE_BRANCH = 2  # tree drafter: bigram successors of the last token
 
 
 def check_drafter_spec(spec: str) -> tuple[str, list[str]]:
@@ -61,9 +67,9 @@ def check_drafter_spec(spec: str) -> tuple[str, list[str]]:
         return kind, []
     if kind == "model" and rest:
         return kind, [rest]
-    if kind in ("self", "shared"):
+    if kind in ("self", "shared", "tree"):
         args = rest.split(":") if rest else []
-        if len(args) <= (2 if kind == "self" else 1) and all(
+        if len(args) <= (1 if kind == "shared" else 2) and all(
             a.isdigit() and int(a) > 0 for a in args
         ):
             return kind, args
@@ -107,6 +113,10 @@ def build_drafter(
         return SharedBodyDrafter(
             frequent_ids(fit_ids(), target.vocab_size, keep), target.vocab_size
         )
+    if kind == "tree":
+        nodes = int(args[0]) if args else TREE_NODES
+        branch = int(args[1]) if len(args) > 1 else TREE_BRANCH
+        return TreeDrafter.fit(fit_ids(), target.vocab_size, branch, max_nodes=nodes)
     from specdec_lib.models import load_model, shared_vocab_size
 
     draft = load_model(args[0], dtype=dtype, device=device)

@@ -34,6 +34,18 @@ class Draft:
     # ran them through the target's body (whose cache then holds them): the verifier only
     # applies the LM head. None: the verifier runs the target on them.
     target_hidden: torch.Tensor | None = None
+    # a tree of candidates instead of one chain: the parent of each token (-1: a child of
+    # seq[-1]; parents first), verified in one call by `tree.verify_tree` (greedy only)
+    parents: list[int] | None = None
+
+    @property
+    def depth(self) -> int:
+        """Tokens on the longest path: len(tokens) for a chain."""
+        if self.parents is None:
+            return len(self.tokens)
+        from specdec_lib.tree import Tree
+
+        return Tree(self.tokens, self.parents).depth
 
 
 class Drafter(ABC):

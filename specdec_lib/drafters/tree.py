@@ -1,0 +1,116 @@
+"""A tree of cheap candidates, verified in one target call (`tree.verify_tree`): every earlier
+match of the current suffix and the corpus bigram's top next tokens, merged into a trie.
+
+Candidates, best first: for n = max_ngram down to min_ngram, each earlier occurrence of the last
+n tokens (most recent first, up to `max_matches` distinct continuations in all) proposes what
+followed it, up to K tokens (an overlapping copy, as in `NgramDrafter`); then each of the
+bigram's `branch` most frequent successors of the last token, chained by the bigram's top choice
+to `k_fallback` tokens. Shared prefixes are merged; the trie stops at `max_nodes` nodes and at
+depth K. A single chain drafter must bet on one match; the tree verifies all of them for about
+the cost of the widest call, and greedy keeps the longest path it agrees with (lossless).
+
+Greedy only: at T > 0 it refuses (SpecdecError). Knows nothing about models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from specdec_lib.drafters.base import Draft, Drafter
+from specdec_lib.errors import SpecdecError
+from specdec_lib.tree import GREEDY_ONLY, build_tree
+
+
+def top_successors(token_ids: Sequence[int], vocab_size: int, m: int) -> np.ndarray:
+    """[V, m] the m most frequent successors of each token in the fit data (ties by lower id),
+    -1 where fewer were seen."""
+    ids = np.asarray(token_ids, dtype=np.int64)
+    if ids.size < 2:
+        raise SpecdecError(f"a bigram needs at least 2 tokens of fit data, got {ids.size}")
+    if ids.min() < 0 or ids.max() >= vocab_size:
+        raise SpecdecError(f"fit token ids must lie in [0, {vocab_size}): wrong tokenizer?")
+    uniq, counts = np.unique(ids[:-1] * vocab_size + ids[1:], return_counts=True)
+    prev, nxt = uniq // vocab_size, uniq % vocab_size
+    order = np.lexsort((nxt, -counts, prev))
+    prev, nxt = prev[order], nxt[order]
+    first = np.searchsorted(prev, prev, side="left")
+    rank = np.arange(prev.size) - first  # rank of each successor within its token
+    table = np.full((vocab_size, m), -1, dtype=np.int64)
+    keep = rank < m
+    table[prev[keep], rank[keep]] = nxt[keep]
+    return table
+
+
+class TreeDrafter(Drafter):
+    name = "tree"
+
+    def __init__(
+        self,
+        successors: np.ndarray | None = None,  # [V, branch] from `top_successors`
+        *,
+        max_nodes: int = 16,
+        max_matches: int = 4,
+        max_ngram: int = 3,
+        min_ngram: int = 1,
+        k_fallback: int = 2,
+    ):
+        if max_nodes < 1 or max_matches < 1 or not 1 <= min_ngram <= max_ngram:
+            raise SpecdecError(
+                "a tree needs max_nodes >= 1, max_matches >= 1 and 1 <= min_ngram <= max_ngram"
+            )
+        self.successors = successors
+        self.max_nodes, self.max_matches = max_nodes, max_matches
+        self.max_ngram, self.min_ngram, self.k_fallback = max_ngram, min_ngram, k_fallback
+
+    @classmethod
+    def fit(cls, token_ids: Sequence[int], vocab_size: int, branch: int = 2, **kw) -> TreeDrafter:
+        return cls(top_successors(token_ids, vocab_size, branch) if branch else None, **kw)
+
+    def matches(self, seq: list[int], k: int) -> list[list[int]]:
+        """What followed each earlier occurrence of the current suffix (longest n first, most
+        recent first), up to k tokens each, distinct, at most max_matches."""
+        arr = np.asarray(seq, dtype=np.int64)
+        chains: list[list[int]] = []
+        seen: set[tuple[int, ...]] = set()
+        for n in range(self.max_ngram, self.min_ngram - 1, -1):
+            if arr.size <= n:
+                continue
+            windows = sliding_window_view(arr[:-1], n)  # window j is seq[j : j + n]
+            hits = np.flatnonzero((windows == arr[-n:]).all(axis=1))[::-1]
+            for j in hits[: self.max_matches]:
+                ext = list(seq)
+                for i in range(k):
+                    ext.append(ext[int(j) + n + i])  # may run into itself: a loop
+                chain = ext[len(seq) :]
+                if tuple(chain) not in seen:
+                    seen.add(tuple(chain))
+                    chains.append(chain)
+                if len(chains) >= self.max_matches:
+                    return chains
+        return chains
+
+    def bigram_chains(self, last: int, k: int) -> list[list[int]]:
+        if self.successors is None or not 0 <= last < self.successors.shape[0]:
+            return []
+        depth = min(k, self.k_fallback)
+        chains = []
+        for t in self.successors[last]:
+            if t < 0 or depth < 1:
+                continue
+            chain = [int(t)]
+            while len(chain) < depth and (nxt := int(self.successors[chain[-1], 0])) >= 0:
+                chain.append(nxt)
+            chains.append(chain)
+        return chains
+
+    def propose(self, seq, k, sampling, generator) -> Draft:
+        if not sampling.greedy:
+            raise SpecdecError(GREEDY_ONLY)
+        if k < 1:
+            return Draft([])
+        chains = self.matches(seq, k) + self.bigram_chains(seq[-1], k)
+        tree = build_tree(chains, self.max_nodes)
+        return Draft(tree.tokens, parents=tree.parents) if tree.tokens else Draft([])

@@ -141,6 +141,18 @@ def make_drafter(spec: str, loaded: LoadedModel, fit_ids: Callable[[], list[int]
         return LookupDrafter(
             fallback[kind]() if kind in fallback else None, k_fallback=k_fb, min_ngram=min_ngram
         )
+    if kind in ("tree+shared", "tree+bigram"):
+        args = rest.split(":") if rest else []
+        if len(args) > 2 or not all(a.isdigit() and int(a) > 0 for a in args):
+            raise SpecdecError(f"unknown bench drafter {spec!r}: use {kind}[:NODES[:KFB]]")
+        from specdec_lib.drafters.tree import TreeDrafter
+
+        nodes = int(args[0]) if args else 16
+        k_fb = int(args[1]) if len(args) > 1 else 2
+        fb = shared(loaded, fit_ids) if kind == "tree+shared" else None
+        return TreeDrafter.fit(
+            fit_ids(), loaded.vocab_size, 2, max_nodes=nodes, k_fallback=k_fb, fallback=fb
+        )
     if kind == "ngram" and rest:
         size, _, fallback = rest.partition("+")
         if not size.isdigit() or fallback not in ("", "bigram"):

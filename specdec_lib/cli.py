@@ -37,7 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("generate", help="generate with or without speculation")
     common(g)
     g.add_argument(
-        "--draft", default="none", help="none, bigram, ngram, ngram+bigram, self, shared, model:ID"
+        "--draft",
+        default="none",
+        help="none, bigram, ngram, ngram+bigram, self, shared, tree, model:ID",
     )
     g.add_argument("--k", type=int, default=4, help="draft length K")
     g.add_argument("--temperature", type=float, default=0.0, help="0 is greedy")
@@ -93,7 +95,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     sampling = SamplingConfig(args.temperature, args.top_k, args.top_p, args.seed)
     spec = SpecConfig(args.k, args.max_new_tokens)
-    check_drafter_spec(args.draft)
+    kind, _ = check_drafter_spec(args.draft)
+    if kind == "tree" and not sampling.greedy:
+        from specdec_lib.tree import GREEDY_ONLY
+
+        raise SpecdecError(GREEDY_ONLY)
     prompts = read_prompts(args)
     from specdec_lib.generate import Generator  # heavy imports only once the input is sound
     from specdec_lib.runtime import setup

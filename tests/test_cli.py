@@ -34,6 +34,8 @@ BAD_INPUTS = [
     (["--prompt", "hi", "--k", "four"], "invalid int"),
     (["--prompt", "hi", "--dtype", "int3"], "invalid choice"),
     (["--prompt-file", "/nonexistent/prompts.txt"], "cannot read prompt file"),
+    (["--prompt", "hi", "--draft", "tree", "--temperature", "0.7"], "greedy only"),
+    (["--prompt", "hi", "--draft", "tree:0"], "unknown drafter"),
 ]
 
 

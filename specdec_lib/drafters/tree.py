@@ -5,9 +5,11 @@ Candidates, best first: for n = max_ngram down to min_ngram, each earlier occurr
 n tokens (most recent first, up to `max_matches` distinct continuations in all) proposes what
 followed it, up to K tokens (an overlapping copy, as in `NgramDrafter`); then each of the
 bigram's `branch` most frequent successors of the last token, chained by the bigram's top choice
-to `k_fallback` tokens. Shared prefixes are merged; the trie stops at `max_nodes` nodes and at
-depth K. A single chain drafter must bet on one match; the tree verifies all of them for about
-the cost of the widest call, and greedy keeps the longest path it agrees with (lossless).
+to `k_fallback` tokens. With a `fallback` drafter (the shared-body drafter, say) a step with no
+match proposes the fallback's chain of `k_fallback` tokens instead. Shared prefixes are merged;
+the trie stops at `max_nodes` nodes and at depth K. A single chain drafter must bet on one
+match; the tree verifies all of them for about the cost of the widest call, and greedy keeps
+the longest path it agrees with (lossless).
 
 Greedy only: at T > 0 it refuses (SpecdecError). Knows nothing about models.
 """
@@ -56,6 +58,7 @@ class TreeDrafter(Drafter):
         max_ngram: int = 3,
         min_ngram: int = 1,
         k_fallback: int = 2,
+        fallback: Drafter | None = None,
     ):
         if max_nodes < 1 or max_matches < 1 or not 1 <= min_ngram <= max_ngram:
             raise SpecdecError(
@@ -64,6 +67,19 @@ class TreeDrafter(Drafter):
         self.successors = successors
         self.max_nodes, self.max_matches = max_nodes, max_matches
         self.max_ngram, self.min_ngram, self.k_fallback = max_ngram, min_ngram, k_fallback
+        self.fallback = fallback
+
+    def attach(self, target) -> None:
+        if self.fallback is not None:
+            self.fallback.attach(target)
+
+    def begin(self, prompt: list[int]) -> None:
+        if self.fallback is not None:
+            self.fallback.begin(prompt)
+
+    def observe(self, seq: list[int], n_proposed: int, n_accepted: int) -> None:
+        if self.fallback is not None:
+            self.fallback.observe(seq, n_proposed, n_accepted)
 
     @classmethod
     def fit(cls, token_ids: Sequence[int], vocab_size: int, branch: int = 2, **kw) -> TreeDrafter:
@@ -111,6 +127,9 @@ class TreeDrafter(Drafter):
             raise SpecdecError(GREEDY_ONLY)
         if k < 1:
             return Draft([])
-        chains = self.matches(seq, k) + self.bigram_chains(seq[-1], k)
+        matches = self.matches(seq, k)
+        if not matches and self.fallback is not None:  # nothing to copy: the fallback's chain
+            return self.fallback.propose(seq, min(k, self.k_fallback), sampling, generator)
+        chains = matches + self.bigram_chains(seq[-1], k)
         tree = build_tree(chains, self.max_nodes)
         return Draft(tree.tokens, parents=tree.parents) if tree.tokens else Draft([])

@@ -6,7 +6,8 @@ interleaved per prompt (`experiments.run_paired`, the order rotating with the pr
 warm-up that also builds every kernel shape the run will use. Groups:
 
 - `long_c100`, 128 new tokens: our baseline and HF greedy; our n-gram lookup and HF prompt
-  lookup at K = 2, 4, 8; our best lossless configuration (`BEST_LONG`);
+  lookup at K = 2, 4, 8; our best lossless configuration (`BEST_LONG`) and tree verification
+  (`TREE_LONG`, in both long groups);
 - `long_c20`, 128 new tokens: our baseline, HF prompt lookup at K = 2, 4, 8 (HF's best is the
   best of them) and `BEST_LONG` (the K sweep runs once, to stay under 10 minutes);
 - `short_c100`, `short_c20`, 32 new tokens: our baseline, `BEST_SHORT`, HF prompt lookup at 4;
@@ -97,6 +98,10 @@ class Config:
 # 1.64x); 32 new tokens (4 prompts) K = 4 with 3 shared-body tokens 1.52x (shared alone 1.47x).
 BEST_LONG = Config("best", "lookup+shared:4:2", 8)
 BEST_SHORT = Config("best_short", "lookup+shared:3:2", 4)
+# Tree verification (`drafters.tree`): every earlier match of the suffix and the bigram's two top
+# successors in one call of at most 16 nodes, the shared-body chain when nothing matches. Not
+# yet measured on a quiet machine: an arm of its own beside `best`.
+TREE_LONG = Config("tree", "tree+shared:16:4", 8)
 
 
 def shared(loaded: LoadedModel, fit_ids: Callable[[], list[int]]) -> Drafter:
@@ -765,6 +770,7 @@ def _run_bench(
             arms += [_ours(loaded, cfg, fit_ids) for cfg in ngram_cfgs]
         arms += [_hf(loaded, "prompt_lookup", k) for k in ks]
         arms.append(_ours(loaded, best_long, fit_ids))
+        arms.append(_ours(loaded, TREE_LONG, fit_ids))
         add(f"long_c{c}", arms, prompts[c], long_tokens)
 
     for c in sorted(contexts, reverse=True):
@@ -777,7 +783,7 @@ def _run_bench(
     memory = measure_memory(loaded, fit_ids, list(prompts[contexts[0]][0].ids), 16, self_spec)
 
     identity: dict[str, Any] | None = None
-    configs = [ngram_cfgs[-1], best_long, best_short]
+    configs = [ngram_cfgs[-1], best_long, best_short, TREE_LONG]
     id_prompts = prompts[contexts[0]][: 1 if quick else 2]
     id_tokens = min(IDENTITY_TOKENS, long_tokens)
     if fp32_identity_wanted(loaded, loaded_fp32):
@@ -812,6 +818,7 @@ def _run_bench(
         "short_tokens": short_tokens,
         "best_long": vars(best_long),
         "best_short": vars(best_short),
+        "tree": vars(TREE_LONG),
         "groups": groups,
         "memory": memory,
         "identity": identity,

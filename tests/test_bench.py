@@ -286,7 +286,7 @@ def test_bench_quick_prints_a_table_and_one_json_line_last():
     assert last == json.loads(json.dumps(result))
     assert last["quick"] is True and last["n_prompts"] == 2
     long = last["groups"]["long_c20"]["arms"]
-    assert {"baseline", "hf_greedy", "ngram_k4", "hf_prompt_lookup_k4", "best"} <= set(long)
+    assert {"baseline", "hf_greedy", "ngram_k4", "hf_prompt_lookup_k4", "best", "tree"} <= set(long)
     for arm in long.values():
         assert arm["tokens_per_s"]["median"] > 0
         assert 0.0 <= arm["repetition_4gram"]["median"] <= 1.0
@@ -294,7 +294,7 @@ def test_bench_quick_prints_a_table_and_one_json_line_last():
         for name in ("ngram_k4", "best"):
             assert long[name]["identical_to_baseline"] == 1.0
     assert "acceptance_rate" in long["ngram_k4"] and "cost_ratio" in long["best"]
-    for name in ("ngram_k4", "best"):  # predicted from a fitted a and costs timed apart
+    for name in ("ngram_k4", "best", "tree"):  # predicted from a fitted a and costs timed apart
         arm = long[name]
         assert 0.0 <= arm["fitted_acceptance"] <= 1.0
         assert arm["predicted_speedup"] > 0 and arm["draft_call_cost"] >= 0

@@ -156,7 +156,13 @@ def make_drafter(spec: str, loaded: LoadedModel, fit_ids: Callable[[], list[int]
         k_fb = int(args[1]) if len(args) > 1 else 2
         fb = shared(loaded, fit_ids) if kind == "tree+shared" else None
         return TreeDrafter.fit(
-            fit_ids(), loaded.vocab_size, 2, max_nodes=nodes, k_fallback=k_fb, fallback=fb
+            fit_ids(),
+            loaded.vocab_size,
+            2,
+            corpus=True,
+            max_nodes=nodes,
+            k_fallback=k_fb,
+            fallback=fb,
         )
     if kind == "ngram" and rest:
         size, _, fallback = rest.partition("+")

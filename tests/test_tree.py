@@ -22,7 +22,7 @@ from specdec_lib.cache import CachedLM
 from specdec_lib.config import SamplingConfig
 from specdec_lib.decode import speculative_decode
 from specdec_lib.drafters.base import Draft, Drafter
-from specdec_lib.drafters.tree import TreeDrafter, top_successors
+from specdec_lib.drafters.tree import CorpusIndex, TreeDrafter, top_successors
 from specdec_lib.errors import SpecdecError
 from specdec_lib.tree import Tree, build_tree, clip_tree, tree_masks, verify_tree
 
@@ -166,7 +166,9 @@ def test_max_new_tokens_edges_give_exact_lengths(k, target64):
 
 def test_tree_drafter_is_lossless_and_proposes_real_trees(target64):
     fit = sum((greedy_continuation(target64, random_prompt(40 + i, 6), 20) for i in range(4)), [])
-    drafter = TreeDrafter.fit(fit + random_prompt(9, 100), VOCAB, branch=2, max_nodes=12)
+    drafter = TreeDrafter.fit(
+        fit + random_prompt(9, 100), VOCAB, branch=2, corpus=True, max_nodes=12
+    )
     branched = 0
     for i, k in enumerate([2, 4, 7]):
         prompt = random_prompt(50 + i, 10) * 2  # repeated: several earlier matches
@@ -198,3 +200,12 @@ def test_sampling_is_refused_in_one_line(target64):
             max_new_tokens=5,
             sampling=SamplingConfig(temperature=0.8),
         )
+
+
+def test_corpus_index_ranks_the_continuations_of_the_last_trigram():
+    corpus = [1, 2, 3, 9, 8, 0, 1, 2, 3, 7, 6, 0, 1, 2, 3, 9, 5, 4, 2, 3]
+    index = CorpusIndex(corpus, 10, n=3)
+    assert index.continuations([5, 1, 2, 3], 2, 3) == [[9, 8], [7, 6], [9, 5]]
+    assert index.continuations([5, 1, 2, 3], 1, 3) == [[9], [7]]
+    assert index.continuations([4, 2, 3], 2, 2) == []  # "4 2 3" is never followed
+    assert index.continuations([2, 3], 2, 2) == []  # shorter than n

@@ -5,8 +5,9 @@ bigram), `self` (a self-draft of the target with its own cache; `self:L` or `sel
 first L layers and a head pruned to the KEEP most frequent ids), `shared` / `shared:KEEP` (the
 target's own body on its own cache with a pruned head: `drafters.shared`), and `model:ID_OR_PATH`
 (any causal LM sharing the target's tokenizer), `tree` / `tree:NODES[:BRANCH]` (every earlier
-match of the suffix and the bigram's BRANCH top successors as one tree of at most NODES nodes,
-verified in one call, greedy only: `drafters.tree`).
+match of the suffix, the fit split's most frequent continuations of it and the bigram's BRANCH
+top successors as one tree of at most NODES nodes, verified in one call, greedy only:
+`drafters.tree`).
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ def build_drafter(
     if kind == "tree":
         nodes = int(args[0]) if args else TREE_NODES
         branch = int(args[1]) if len(args) > 1 else TREE_BRANCH
-        return TreeDrafter.fit(fit_ids(), target.vocab_size, branch, max_nodes=nodes)
+        return TreeDrafter.fit(fit_ids(), target.vocab_size, branch, corpus=True, max_nodes=nodes)
     from specdec_lib.models import load_model, shared_vocab_size
 
     draft = load_model(args[0], dtype=dtype, device=device)

@@ -5,7 +5,9 @@ Candidates, best first: for n = max_ngram down to min_ngram, each earlier occurr
 n tokens (most recent first, up to `max_matches` distinct continuations in all) proposes what
 followed it, up to K tokens (an overlapping copy, as in `NgramDrafter`); then each of the
 bigram's `branch` most frequent successors of the last token, chained by the bigram's top choice
-to `k_fallback` tokens. With a `fallback` drafter (the shared-body drafter, say) a step with no
+to `k_fallback` tokens. With a `corpus` index (`CorpusIndex` over the fit split) the
+`corpus_matches` most frequent continuations of the last 3 tokens there join the matches, after
+the sequence's own. With a `fallback` drafter (the shared-body drafter, say) a step with no
 match proposes the fallback's chain of `k_fallback` tokens instead. Shared prefixes are merged;
 the trie stops at `max_nodes` nodes and at depth K. A single chain drafter must bet on one
 match; the tree verifies all of them for about the cost of the widest call, and greedy keeps
@@ -46,6 +48,42 @@ def top_successors(token_ids: Sequence[int], vocab_size: int, m: int) -> np.ndar
     return table
 
 
+class CorpusIndex:
+    """Every n-gram of a token corpus (the fit split), sorted, for the continuations that
+    followed a given n-gram there: a suffix index cut at n tokens."""
+
+    def __init__(self, token_ids: Sequence[int], vocab_size: int, n: int = 3, max_hits: int = 256):
+        ids = np.asarray(token_ids, dtype=np.int64)
+        if vocab_size**n >= 2**62:
+            raise SpecdecError(f"a {n}-gram key of a {vocab_size}-token vocabulary overflows")
+        self.ids, self.vocab, self.n, self.max_hits = ids, vocab_size, n, max_hits
+        m = max(ids.size - n, 0)  # n-grams followed by at least one token
+        keys = np.zeros(m, dtype=np.int64)
+        for i in range(n):
+            keys = keys * vocab_size + ids[i : i + m]
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.next_pos = keys[order], order + n  # position after each n-gram
+
+    def continuations(self, suffix: Sequence[int], k: int, m: int) -> list[list[int]]:
+        """The m most frequent k-token continuations of suffix[-n:] in the corpus (ties: the
+        earliest occurrence), each cut where the corpus ends."""
+        if len(suffix) < self.n or k < 1 or m < 1:
+            return []
+        key = 0
+        for t in suffix[-self.n :]:
+            if not 0 <= t < self.vocab:
+                return []
+            key = key * self.vocab + int(t)
+        lo, hi = np.searchsorted(self.keys, [key, key + 1])
+        counts: dict[tuple[int, ...], int] = {}
+        for pos in self.next_pos[lo : min(hi, lo + self.max_hits)]:
+            cont = tuple(int(x) for x in self.ids[pos : pos + k])
+            if cont:
+                counts[cont] = counts.get(cont, 0) + 1
+        ranked = sorted(counts, key=lambda c: -counts[c])  # stable: earliest first on ties
+        return [list(c) for c in ranked[:m]]
+
+
 class TreeDrafter(Drafter):
     name = "tree"
 
@@ -59,6 +97,8 @@ class TreeDrafter(Drafter):
         min_ngram: int = 1,
         k_fallback: int = 2,
         fallback: Drafter | None = None,
+        corpus: CorpusIndex | None = None,
+        corpus_matches: int = 2,
     ):
         if max_nodes < 1 or max_matches < 1 or not 1 <= min_ngram <= max_ngram:
             raise SpecdecError(
@@ -68,6 +108,7 @@ class TreeDrafter(Drafter):
         self.max_nodes, self.max_matches = max_nodes, max_matches
         self.max_ngram, self.min_ngram, self.k_fallback = max_ngram, min_ngram, k_fallback
         self.fallback = fallback
+        self.corpus, self.corpus_matches = corpus, corpus_matches
 
     def attach(self, target) -> None:
         if self.fallback is not None:
@@ -82,8 +123,18 @@ class TreeDrafter(Drafter):
             self.fallback.observe(seq, n_proposed, n_accepted)
 
     @classmethod
-    def fit(cls, token_ids: Sequence[int], vocab_size: int, branch: int = 2, **kw) -> TreeDrafter:
-        return cls(top_successors(token_ids, vocab_size, branch) if branch else None, **kw)
+    def fit(
+        cls,
+        token_ids: Sequence[int],
+        vocab_size: int,
+        branch: int = 2,
+        corpus: bool = False,
+        **kw,
+    ) -> TreeDrafter:
+        """Bigram successors (and, with `corpus`, a trigram index) from the fit data."""
+        succ = top_successors(token_ids, vocab_size, branch) if branch else None
+        index = CorpusIndex(token_ids, vocab_size) if corpus else None
+        return cls(succ, corpus=index, **kw)
 
     def matches(self, seq: list[int], k: int) -> list[list[int]]:
         """What followed each earlier occurrence of the current suffix (longest n first, most
@@ -128,6 +179,8 @@ class TreeDrafter(Drafter):
         if k < 1:
             return Draft([])
         matches = self.matches(seq, k)
+        if self.corpus is not None:
+            matches += self.corpus.continuations(seq, k, self.corpus_matches)
         if not matches and self.fallback is not None:  # nothing to copy: the fallback's chain
             return self.fallback.propose(seq, min(k, self.k_fallback), sampling, generator)
         chains = matches + self.bigram_chains(seq[-1], k)

@@ -314,6 +314,22 @@ def test_bench_quick_prints_a_table_and_one_json_line_last():
     assert "short_best_vs_baseline_c20" in last["targets"]
 
 
+def test_bench_full_path_runs_both_contexts_with_hf_at_its_best_k_at_context_20():
+    """The non-quick path (both contexts, the K sweep), on one prompt and 8 tokens."""
+    loaded = loaded_tiny(torch.float32, n_layers=2, seed=1)
+    result = run_bench(
+        "tiny", n_prompts=1, max_new_tokens=8, loaded=loaded, articles=articles(), out=io.StringIO()
+    )
+    g100, g20 = result["groups"]["long_c100"]["arms"], result["groups"]["long_c20"]["arms"]
+    sweep = [n for n in g100 if n.startswith("hf_prompt_lookup_k")]
+    assert len(sweep) == 3 and {"ngram_k2", "ngram_k4", "ngram_k8", "tree"} <= set(g100)
+    assert [n for n in g20 if n.startswith("hf_")] == [
+        max(sweep, key=lambda n: g100[n]["speedup"]["value"])
+    ]
+    assert {"short_c100", "short_c20"} <= set(result["groups"])
+    assert result["identity"]["note"].startswith("the run itself is float32")
+
+
 def test_wide_float32_weights_multiply_several_rows_as_w_times_x_transposed():
     """An LM-head-sized float32 linear takes 2+ rows as W @ x^T: the same values as F.linear
     (up to summation order), one row stays on F.linear exactly."""

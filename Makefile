@@ -53,6 +53,8 @@ download: setup
 evaluate: setup
 	@mkdir -p $(OUT_NB)
 	@start=$$(date +%s); \
+	export SPECDEC_BATCH="$${SPECDEC_BATCH:-$(PROFILE)-$$(date -u +%Y%m%dT%H%M%SZ)}"; \
+	echo "== batch $$SPECDEC_BATCH (the W&B group of its runs)"; \
 	for nb in $(NOTEBOOKS); do \
 	  echo "== $$nb ($(PROFILE))"; \
 	  $(VENV)/bin/papermill notebooks/$$nb.ipynb $(OUT_NB)/$$nb.ipynb -k $(KERNEL) --cwd . \

@@ -130,10 +130,10 @@ NOTEBOOKS = {
     ),
     "05_k_sweep": (
         "Draft length K",
-        "The transformer draft at K = 1..8: measured speedup beside Leviathan et al.'s "
-        "prediction from the measured acceptance and cost ratio, and an adaptive-K schedule "
-        "(longer after a fully accepted draft, shorter after an early rejection). "
-        "Writes `k_sweep/`.",
+        "The transformer draft at each K of the profile (`ks`): measured speedup beside "
+        "Leviathan et al.'s prediction from the measured acceptance and cost ratio, and an "
+        "adaptive-K schedule (longer after a fully accepted draft, shorter after an early "
+        "rejection). Writes `k_sweep/`.",
         [("study.run_k_sweep(S)", "k_sweep")],
     ),
     "06_sampling": (

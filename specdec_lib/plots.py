@@ -17,15 +17,35 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.ticker import MaxNLocator, NullFormatter, ScalarFormatter  # noqa: E402
 
-sns.set_theme(style="whitegrid", context="notebook")
+# large type on small canvases: a figure shown 360 px wide on a phone keeps 8-px text or more
+sns.set_theme(style="whitegrid", context="notebook", font_scale=1.2)
 BASELINE = "baseline"
+MIN_WIDTH = 5.0  # inches: room for a title and a legend beside few bars
 
 
 def _save(fig, path: Path) -> None:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")  # nothing clipped: titles, outside legends
     plt.close(fig)
+
+
+def _legend_outside(ax, **kw) -> None:
+    """A legend beside the axes, never over bars or lines."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, **kw)
+
+
+def _integer_axis(axis) -> None:
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def _log_context_axis(ax, values) -> None:
+    """A log axis labelled with the contexts that were run (10, 20, 50...), not 2x10^1."""
+    ax.set_xscale("log")
+    ticks = sorted({int(v) for v in values if v is not None})
+    ax.set_xticks(ticks)
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def _err(d: dict[str, Any] | None, key: str = "value") -> tuple[float, float, float]:
@@ -49,13 +69,14 @@ def tokens_per_s(rows: Sequence[dict[str, Any]], path: Path) -> None:
     ax.axvline(med, color="k", ls="--", label=f"median {med:.1f}")
     ax.set_xlabel("tokens / s per prompt (autoregressive, KV cache)")
     ax.set_ylabel("prompts")
-    ax.legend()
+    _integer_axis(ax.yaxis)
+    _legend_outside(ax)
     _save(fig, path)
 
 
 def speedup_bars(arms: dict[str, Any], path: Path) -> None:
     names = [m for m in arms if m != BASELINE]
-    fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(names), 3.5))
+    fig, ax = plt.subplots(figsize=(max(MIN_WIDTH, 1.6 + 1.4 * len(names)), 3.5))
     vals = [_err(arms[m].get("speedup")) for m in names]
     ax.bar(
         names,
@@ -66,7 +87,7 @@ def speedup_bars(arms: dict[str, Any], path: Path) -> None:
     )
     ax.axhline(1.0, color="k", lw=1)
     ax.set_ylabel("speedup vs paired baseline")
-    ax.set_title("speedup (95% CI, paired bootstrap)")
+    ax.set_title("speedup, 95% paired-bootstrap CI")
     _save(fig, path)
 
 
@@ -81,7 +102,8 @@ def position_acceptance(arms: dict[str, Any], path: Path) -> None:
     ax.set_xlabel("draft position i")
     ax.set_ylabel("P(accept i | 1..i-1 accepted)")
     ax.set_ylim(0, 1.02)
-    ax.legend()
+    _integer_axis(ax.xaxis)
+    _legend_outside(ax)
     _save(fig, path)
 
 
@@ -94,8 +116,9 @@ def accepted_histogram(arms: dict[str, Any], path: Path) -> None:
         ax.bar(np.arange(h.size) + j * width, h / max(h.sum(), 1), width=width, label=m)
     ax.set_xlabel("accepted draft tokens per verification")
     ax.set_ylabel("share of verifications")
+    _integer_axis(ax.xaxis)
     if drafted:
-        ax.legend()
+        _legend_outside(ax)
     _save(fig, path)
 
 
@@ -111,14 +134,14 @@ def time_split(rows: Sequence[dict[str, Any]], path: Path) -> None:
         for key, v in (("prefill", pre), ("draft", dr), ("verify", ve)):
             parts[key].append(v)
         parts["other"].append(max(wall - pre - dr - ve, 0.0))
-    fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(methods), 3.5))
+    fig, ax = plt.subplots(figsize=(max(MIN_WIDTH, 1.6 + 1.4 * len(methods)), 3.5))
     bottom = np.zeros(len(methods))
     for key, vals in parts.items():
         ax.bar(methods, vals, bottom=bottom, label=key)
         bottom += np.array(vals)
     ax.set_ylabel("seconds (all prompts)")
     ax.set_title("where the time goes")
-    ax.legend()
+    _legend_outside(ax)
     _save(fig, path)
 
 
@@ -157,11 +180,11 @@ def context_figures(summary: dict[str, Any], d: Path) -> None:
             m,
         )
     ax.axhline(1.0, color="k", lw=1)
-    ax.set_xscale("log")
+    _log_context_axis(ax, [t["context"] for t in table])
     ax.set_xlabel("context tokens")
-    ax.set_ylabel("speedup vs baseline at the same context")
+    ax.set_ylabel("speedup vs same-context baseline")
     ax.set_title(f"paired speedup ({tag}, 95% CI)")
-    ax.legend()
+    _legend_outside(ax)
     _save(fig, d / "speedup_vs_context.png")
 
     fig, ax = plt.subplots(figsize=(6.5, 4))
@@ -176,22 +199,22 @@ def context_figures(summary: dict[str, Any], d: Path) -> None:
             [t["acceptance_rate_ci_high"] for t in ts],
             m,
         )
-    ax.set_xscale("log")
+    _log_context_axis(ax, [t["context"] for t in table])
     ax.set_ylim(0, 1)
     ax.set_xlabel("context tokens")
-    ax.set_ylabel("acceptance rate (accepted / proposed)")
+    ax.set_ylabel("acceptance (accepted / proposed)")
     ax.set_title(f"acceptance vs context ({tag}, 95% CI)")
-    ax.legend()
+    _legend_outside(ax)
     _save(fig, d / "acceptance_vs_context.png")
 
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for m, ts in byc.items():
         ax.plot([t["context"] for t in ts], [t["total_wall_s"] for t in ts], marker="o", label=m)
-    ax.set_xscale("log")
+    _log_context_axis(ax, [t["context"] for t in table])
     ax.set_xlabel("context tokens")
     ax.set_ylabel("total seconds (all prompts)")
     ax.set_title(f"time vs context ({tag})")
-    ax.legend()
+    _legend_outside(ax)
     _save(fig, d / "time_vs_context.png")
 
     fig, ax = plt.subplots(figsize=(6.5, 4))
@@ -215,11 +238,11 @@ def context_figures(summary: dict[str, Any], d: Path) -> None:
                 label=f"{m}: paired",
             )
     ax.axhline(1.0, color="k", lw=1)
-    ax.set_xscale("log")
+    _log_context_axis(ax, [t["context"] for t in table])
     ax.set_xlabel("context tokens")
     ax.set_ylabel("speedup")
-    ax.set_title(f"earlier-study style vs paired speedup ({tag})")
-    ax.legend(fontsize=8)
+    ax.set_title(f"earlier-study style vs paired ({tag})")
+    _legend_outside(ax)
     _save(fig, d / "earlier_style_vs_paired.png")
 
 
@@ -238,12 +261,12 @@ def agreement(summary: dict[str, Any], path: Path) -> None:
             dname,
             ls=":" if dname == "target_vs_reference" else "-",
         )
-    ax.set_xscale("log")
+    _log_context_axis(ax, [t["context"] for t in summary["table"]])
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("visible context tokens")
-    ax.set_ylabel("teacher-forced agreement with the target")
-    ax.set_title("draft/target agreement on the same positions (95% CI)")
-    ax.legend()
+    ax.set_ylabel("agreement with the target")
+    ax.set_title("teacher-forced agreement (95% CI)")
+    _legend_outside(ax)
     _save(fig, path)
 
 
@@ -276,16 +299,17 @@ def measured_vs_predicted(summary: dict[str, Any], path: Path) -> None:
     if sp.get("value") is not None:
         ax.axhline(sp["value"], color="purple", ls="-.", label=f"adaptive K (≤{ad.get('k_max')})")
     ax.axhline(1.0, color="k", lw=1)
+    ax.set_xticks(ks)
     ax.set_xlabel("draft length K")
     ax.set_ylabel("speedup")
     ax.set_title("measured vs predicted speedup")
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     _save(fig, path)
 
 
 def sampling_speedup(summary: dict[str, Any], path: Path) -> None:
     rows = [r for r in summary["table"] if r["method"] != BASELINE]
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
     methods = list(dict.fromkeys(r["method"] for r in rows))
     temps = summary["temperatures"]
     width = 0.8 / max(len(methods), 1)
@@ -314,7 +338,8 @@ def sampling_speedup(summary: dict[str, Any], path: Path) -> None:
         ax.set_xticks(np.arange(len(temps)) + width * (len(methods) - 1) / 2)
         ax.set_xticklabels([f"T={t}" for t in temps])
         ax.set_ylabel(lab)
-        ax.legend()
+    axes[1].set_ylim(0, 1.05)
+    _legend_outside(axes[1])
     axes[0].axhline(1.0, color="k", lw=1)
     _save(fig, path)
 
@@ -334,30 +359,39 @@ def distribution_check(summary: dict[str, Any], path: Path) -> None:
                 (b.get_x() + 0.2, b.get_height()),
                 ha="center",
                 va="bottom",
-                fontsize=8,
+                fontsize=10,
             )
     ax.set_xticks(x + 0.2)
     ax.set_xticklabels([f"T={t}" for t in temps])
-    ax.set_ylabel("TVD, empirical vs exact p")
-    ax.set_title("first sampled token vs the target's distribution (chi-square p)")
-    ax.legend()
+    ax.set_ylabel("TVD, empirical vs exact")
+    ax.set_title("first sampled token vs target (chi-square p)")
+    ax.set_ylim(0, max([b.get_height() for b in ax.patches] + [0.01]) * 1.25)
+    _legend_outside(ax)
     _save(fig, path)
 
 
 def peers(summary: dict[str, Any], path: Path) -> None:
     t = summary["table"]
-    fig, ax = plt.subplots(figsize=(1.5 + 1.2 * len(t), 3.8))
+    fig, ax = plt.subplots(figsize=(max(MIN_WIDTH, 1.5 + 1.1 * len(t)), 4.2))
     names = [r["method"] for r in t]
     v = np.array([r["tokens_per_s"] for r in t], dtype=float)
     lo = np.array([r["tokens_per_s_ci_low"] for r in t], dtype=float)
     hi = np.array([r["tokens_per_s_ci_high"] for r in t], dtype=float)
     colors = [sns.color_palette()[0 if r["implementation"] == "ours" else 1] for r in t]
     ax.bar(names, v, yerr=[v - lo, hi - v], capsize=4, color=colors)
-    for i, r in enumerate(t):
+    for i, r in enumerate(t):  # inside the bar's foot, where no whisker or neighbour reaches
         ax.annotate(
-            f"{r['identical_to_baseline']:.0%} id.", (i, v[i]), ha="center", va="bottom", fontsize=8
+            f"{r['identical_to_baseline']:.0%}",
+            (i, 0),
+            xytext=(0, 4),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            rotation=90,
+            color="white",
+            fontsize=10,
         )
     ax.set_ylabel("tokens / s (median, 95% CI)")
-    ax.set_title("ours (blue) vs Hugging Face generate (orange)")
-    plt.setp(ax.get_xticklabels(), rotation=20, ha="right")
+    ax.set_title("ours (blue) vs HF generate (orange);\nlabel: share identical to greedy")
+    plt.setp(ax.get_xticklabels(), rotation=30, ha="right")
     _save(fig, path)

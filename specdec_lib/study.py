@@ -494,18 +494,50 @@ class Run:
     extra: dict[str, Any] | None = None
 
 
-def _numeric(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-
-
 _CHECKPOINT = None  # the experiments.Checkpoint of the experiment `execute` is computing
 
 
 def cached(S: Study, experiment: str, config: dict[str, Any]) -> ExperimentResult | None:
     if not S.force and S.store.done(experiment, config):
         print(f"{experiment}: reusing {rel(S.store.dir(experiment))} (same config; force to redo)")
-        return load_result(S.store.dir(experiment))
+        res = load_result(S.store.dir(experiment))
+        if note := reuse_note(S, res.env):
+            print(f"{experiment}: {note}")
+        return res
     return None
+
+
+def reuse_note(S: Study, env: dict[str, Any]) -> str | None:
+    """When a reused result was measured on another CPU or in another dtype than this machine
+    would use for the same config (dtype auto), say so and how long re-measuring took there."""
+    import torch
+
+    from specdec_lib.models import resolve_device, resolve_dtype
+    from specdec_lib.tracking import cpu_model
+
+    try:
+        device = resolve_device(str(S.profile.get("device", "auto")))
+        dtype = str(resolve_dtype(str(S.profile.get("dtype", "auto")), device)).removeprefix(
+            "torch."
+        )
+    except Exception:  # noqa: BLE001 - a note, never a failure
+        return None
+    here = cpu_model() if device.type == "cpu" else torch.cuda.get_device_name(device)
+    there = env.get("cpu_model") if device.type == "cpu" else env.get("gpu")
+    diffs = []
+    if env.get("dtype") and env["dtype"] != dtype:
+        diffs.append(f"dtype {env['dtype']} (here: {dtype})")
+    if here and there and here != there:
+        diffs.append(f"{there} (here: {here})")
+    if not diffs:
+        return None
+    took = env.get("wall_s_experiment")
+    return (
+        "measured with "
+        + " on ".join(diffs)
+        + "; FORCE=1 re-measures it here"
+        + (f" (it took {took / 60:.1f} min there)" if isinstance(took, (int, float)) else "")
+    )
 
 
 def execute(
@@ -521,14 +553,22 @@ def execute(
     from specdec_lib.tracking import Tracker, environment
 
     wandb_dir = Path(os.environ["WANDB_DIR"]) if os.environ.get("WANDB_DIR") else ROOT
-    tracker = Tracker(WANDB_PROJECT, f"{S.name}/{experiment}", config, dir=wandb_dir)
+    tracker = Tracker(
+        WANDB_PROJECT,
+        f"{S.name}/{experiment}",
+        config,
+        dir=wandb_dir,
+        group=wandb_group(S),
+        job_type=experiment,
+        tags=[S.name, f"dtype={config['dtype']}", f"device={config['device']}"],
+    )
     from specdec_lib.experiments import Checkpoint
 
     global _CHECKPOINT
     checkpoint = _CHECKPOINT = Checkpoint(S.store, experiment, config, fresh=S.force)
     t0 = time.perf_counter()
     try:
-        run = compute(lambda row: tracker.log(_numeric(row)))
+        run = compute(tracker.log_row)
         wall = time.perf_counter() - t0
         summary = {
             "experiment": experiment,
@@ -547,12 +587,19 @@ def execute(
         env["resumed_prompts"] = checkpoint.resumed  # rows measured by an interrupted run
         path = publish(S.store, experiment, config, env, run.rows, summary, run.figures, run.extra)
         checkpoint.remove()
-        tracker.summary(_flat(summary.get("headline", {})))
+        tracker.publish(path, f"{S.name}-{experiment}", _flat(summary.get("headline", {})))
     finally:
         tracker.finish()
         _CHECKPOINT = None
     print(f"{experiment}: {wall:.1f} s, written to {rel(path)}")
     return load_result(path)
+
+
+def wandb_group(S: Study) -> str:
+    """One W&B group per batch: SPECDEC_BATCH (set by `make evaluate`), else profile@commit."""
+    from specdec_lib.tracking import git_commit
+
+    return os.environ.get("SPECDEC_BATCH") or f"{S.name}@{(git_commit(ROOT) or 'nogit')[:8]}"
 
 
 def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -1548,74 +1595,6 @@ def run_peers(S: Study) -> ExperimentResult:
 # --------------------------------------------------------------------------- notebook display
 
 
-def show(result: ExperimentResult, max_rows: int = 40) -> None:
-    """Display an experiment's headline table and figures in a notebook."""
-    import pandas as pd
-    from IPython.display import Markdown, display
-
-    s = result.summary
-    name = s.get("experiment", "?")
-    display(Markdown(f"### {name}: summary (from `summary.json`)"))
-    if "table" in s:
-        display(table_frame(s["table"]).head(max_rows))
-    elif "arms" in s:
-        display(arms_table(s["arms"]))
-    if "identity_by_dtype" in s:
-        display(
-            pd.DataFrame(
-                [
-                    {k: v for k, v in x.items() if not isinstance(v, list)}
-                    for x in s["identity_by_dtype"].values()
-                ]
-            )
-        )
-    if "distribution_check" in s:
-        display(distribution_table(s))
-
-
-COLUMN_ORDER = (
-    "context",
-    "temperature",
-    "k",
-    "draft",
-    "method",
-    "implementation",
-    "speedup",
-    "speedup_ci_low",
-    "speedup_ci_high",
-    "earlier_style_speedup",
-    "earlier_style_speedup_ci_low",
-    "earlier_style_speedup_ci_high",
-    "predicted_speedup_leviathan",
-    "predicted_speedup_calibrated",
-    "predicted_speedup_pooled",
-    "acceptance_rate",
-    "acceptance_rate_ci_low",
-    "acceptance_rate_ci_high",
-    "agreement",
-    "ci_low",
-    "ci_high",
-    "mean_accepted_length",
-    "tokens_per_s",
-    "tokens_per_s_ci_low",
-    "tokens_per_s_ci_high",
-    "total_wall_s",
-    "baseline_total_wall_s",
-    "identical_to_baseline",
-    "identical_to_hf_greedy",
-)
-
-
-def table_frame(table: list[dict[str, Any]]):
-    """A summary's flat table as a DataFrame, its columns in a readable order."""
-    import pandas as pd
-
-    df = pd.DataFrame(table)
-    cols = [c for c in COLUMN_ORDER if c in df.columns]
-    cols += [c for c in df.columns if c not in cols]
-    return df[cols].round(3)
-
-
 def rel(path: Path) -> str:
     """A path relative to the repository when it lies inside it (for printed messages)."""
     try:
@@ -1624,45 +1603,12 @@ def rel(path: Path) -> str:
         return str(path)
 
 
-def arms_table(arms: dict[str, Any]):
-    import pandas as pd
-
-    out = []
-    for m, s in arms.items():
-        row = {"arm": m, "draft": s["draft"], "k": s["k"], "n": s["n_prompts"]}
-        for key in ("tokens_per_s", "speedup", "acceptance_rate", "mean_accepted_length"):
-            x = s.get(key)
-            if isinstance(x, dict):
-                row[key] = _v(x)
-                row[f"{key} 95% CI"] = (
-                    f"[{x['ci_low']:.3g}, {x['ci_high']:.3g}]"
-                    if x.get("ci_low") is not None
-                    else ""
-                )
-        row["identical"] = s["identical_fraction"]
-        out.append(row)
-    return pd.DataFrame(out).round(3)
-
-
-def distribution_table(s: dict[str, Any]):
-    import pandas as pd
-
-    out = []
-    for t, chk in s["distribution_check"].items():
-        for m in ("speculative", "baseline"):
-            out.append({"temperature": t, "method": m, **chk[m]})
-    return pd.DataFrame(out).round(4)
-
-
 def display_result(S: Study, experiment: str) -> None:
-    """Show an experiment's stored summary and figures (what the book renders)."""
-    from IPython.display import Image, display
+    """Show an experiment's reading, table and captioned figures from its stored result files
+    (what the book renders; see specdec_lib.present)."""
+    from specdec_lib import present
 
-    path = S.store.dir(experiment)
-    res = load_result(path)
-    show(res)
-    for png in sorted(path.glob("figures/*.png")):
-        display(Image(filename=str(png)))
+    present.show(S.store.dir(experiment))
 
 
 __all__ = [

@@ -3,6 +3,12 @@
 W&B runs offline unless WANDB_API_KEY is set (and WANDB_MODE is not "offline"), and not at all
 with WANDB_MODE=disabled or when wandb is not installed. Config values are scrubbed of anything
 that looks like a token before they reach W&B or a file. Knows nothing about decoding.
+
+What one experiment's run holds: a group per batch (SPECDEC_BATCH, else profile@commit), the
+experiment as job type, tags (profile, dtype, device); one history series per arm and cell under
+`arms/<cell>/<method>/<metric>` (x-axis `prompt`), kept out of the summary; at the end the
+per-prompt rows as a `wandb.Table`, the figures as images, the result directory as an artifact
+(type `result`), and the headline numbers as the only summary values besides W&B's own.
 """
 
 from __future__ import annotations
@@ -71,15 +77,40 @@ def environment(device: str | None = None, dtype: str | None = None) -> dict[str
         "git_commit": git_commit(),
     }
     env.update(precision_facts(device))
+    env["numpy"] = _version("numpy")
+    env["os"] = os_name()
+    if cpu := cpu_model():
+        env["cpu_model"] = cpu
+    return env
+
+
+def _version(package: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
+
+
+def os_name() -> str:
+    """'Debian GNU/Linux 12 (bookworm)' where os-release says so, else platform's system."""
+    try:
+        return platform.freedesktop_os_release().get("PRETTY_NAME") or platform.system()
+    except OSError:
+        return f"{platform.system()} {platform.release()}"
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name from /proc/cpuinfo (None elsewhere)."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
                 if line.startswith("model name"):
-                    env["cpu_model"] = line.split(":", 1)[1].strip()
-                    break
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return env
+    return None
 
 
 def precision_facts(device: str | None) -> dict[str, Any]:
@@ -103,7 +134,17 @@ def precision_facts(device: str | None) -> dict[str, Any]:
 class Tracker:
     """A W&B run when wandb is usable, else a no-op. Offline without a key; never prompts."""
 
-    def __init__(self, project: str, name: str, config: dict[str, Any], dir: Path | None = None):
+    def __init__(
+        self,
+        project: str,
+        name: str,
+        config: dict[str, Any],
+        dir: Path | None = None,
+        *,
+        group: str | None = None,
+        job_type: str | None = None,
+        tags: list[str] | None = None,
+    ):
         self.run = None
         if os.environ.get("WANDB_MODE") == "disabled":
             return
@@ -120,6 +161,9 @@ class Tracker:
             self.run = wandb.init(
                 project=project,
                 name=name,
+                group=group,
+                job_type=job_type,
+                tags=[t[:64] for t in scrub(tags or [])],
                 config=scrub(config),
                 mode=mode,
                 dir=str(dir) if dir else None,
@@ -129,6 +173,52 @@ class Tracker:
         except Exception as e:  # noqa: BLE001 - tracking must never stop a run
             print(f"W&B disabled for this run: {type(e).__name__}", file=sys.stderr)
             self.run = None
+            return
+        # per-prompt series and media are for the charts; the summary keeps the headline only
+        for prefix in ("arms", "per_prompt", "figures"):
+            self.run.define_metric(f"{prefix}/*", step_metric="prompt", summary="none")
+        self.run.define_metric("prompt", summary="none")
+
+    def log_row(self, row: dict[str, Any]) -> None:
+        """One per-prompt row as points of its arm's own series (never one mixed series)."""
+        if self.run is None:
+            return
+        cell = "/".join(
+            f"{c}={row[c]}" for c in ("context", "temperature") if row.get(c) not in (None, "")
+        )
+        arm = f"arms/{cell + '/' if cell else ''}{row.get('method') or row.get('draft') or 'run'}"
+        skip = {"prompt", "article", "anchor", "k", "context", "temperature"}
+        data = {
+            f"{arm}/{k}": v
+            for k, v in row.items()
+            if k not in skip and isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
+        data["prompt"] = row.get("prompt", 0)
+        self.run.log(scrub(data))
+
+    def publish(self, result_dir: Path, artifact: str, headline: dict[str, Any]) -> None:
+        """At the end: rows as a table, figures as images, the directory as an artifact, and the
+        headline numbers as the summary."""
+        if self.run is None:
+            return
+        import wandb
+
+        try:
+            import pandas as pd
+
+            rows = pd.read_csv(result_dir / "per_prompt.csv")
+            drop = [c for c in ("tokens", "accepted_lengths", "proposed_lengths") if c in rows]
+            rows = rows.drop(columns=drop)
+            media: dict[str, Any] = {"per_prompt/rows": wandb.Table(dataframe=rows)}
+            for png in sorted(result_dir.glob("figures/*.png")):
+                media[f"figures/{png.stem}"] = wandb.Image(str(png), caption=png.stem)
+            self.run.log(media)
+            art = wandb.Artifact(re.sub(r"[^A-Za-z0-9._-]", "-", artifact), type="result")
+            art.add_dir(str(result_dir))
+            self.run.log_artifact(art)
+        except Exception as e:  # noqa: BLE001 - tracking must never stop a run
+            print(f"W&B: result files not logged ({type(e).__name__})", file=sys.stderr)
+        self.summary(headline)
 
     def log(self, data: dict[str, Any]) -> None:
         if self.run is not None:

@@ -204,3 +204,28 @@ def test_fake_secrets_reach_no_result_notebook_log_or_wandb_file(smoke_batch):
     assert any((results / "wandb").rglob("*")), "W&B wrote nothing: the scan would prove little"
     assert log.stat().st_size > 0
     assert files_containing(results, FAKE_SECRETS.values()) == []
+
+
+def test_executed_notebooks_explain_their_results(smoke):
+    """Each executed notebook reads its results back: what was run with n, a headline with its
+    interval, tables without an index column or NaN cells, and a caption under every figure."""
+    import nbformat
+
+    results, _, _ = smoke
+    for nb_name, exps in NOTEBOOKS.items():
+        nb = nbformat.read(results / "smoke" / "notebooks" / f"{nb_name}.ipynb", as_version=4)
+        outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+        md = [o["data"]["text/markdown"] for o in outputs if "text/markdown" in o.get("data", {})]
+        text = "\n".join(md)
+        assert not any("text/html" in o.get("data", {}) for o in outputs), nb_name  # no DataFrame
+        for exp in exps:
+            assert f"### `{exp}`" in text and "**What was run.**" in text, (nb_name, exp)
+        assert "n = " in text and "**Headline**" in text and "[" in text, nb_name
+        assert "| --- |" not in text and "|---|" in text, nb_name  # Markdown tables
+        for cell in md:
+            if cell.lstrip().startswith("|") or "\n|" in cell:
+                assert " nan " not in cell.lower() and "| nan" not in cell.lower(), nb_name
+        images = [o for o in outputs if "image/png" in o.get("data", {})]
+        captions = [m for m in md if m.startswith("*Figure ")]
+        n_figs = sum(len(list((results / "smoke" / e / "figures").glob("*.png"))) for e in exps)
+        assert len(images) == n_figs == len(captions), (nb_name, len(images), len(captions))

@@ -1,0 +1,52 @@
+"""The generated reading of a result directory (specdec_lib.present) on synthetic results."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from test_book import write_synthetic
+
+from specdec_lib import present
+from specdec_lib.report import NOTEBOOKS
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    return write_synthetic(tmp_path_factory.mktemp("present"), "synthetic", notebooks=False)
+
+
+def test_every_reading_says_what_ran_with_n_and_intervals(synthetic):
+    for exps in NOTEBOOKS.values():
+        for exp in exps:
+            text = present.reading(synthetic / exp)
+            assert text.startswith(f"### `{exp}`") and "**What was run.**" in text, exp
+            assert re.search(r"n = \d+ prompts", text), exp
+            assert "**Headline**" in text and re.search(r"\[[-0-9.]+[x%]?, [-0-9.]+", text), exp
+            assert not re.search(r"\bnan\b|\bNaN\b|\bNone\b", text), exp
+            tables = [ln for ln in text.splitlines() if ln.startswith("|")]
+            assert tables, exp
+            widths = {ln.count("|") for ln in tables if not ln.startswith("|--")}
+            assert all(w >= 3 for w in widths), exp
+
+
+def test_k_sweep_table_shows_every_k_it_ran(synthetic):
+    import json
+
+    ks = json.loads((synthetic / "k_sweep" / "summary.json").read_text())["table"]
+    rows = present.table_rows(ks)
+    assert [r["K"] for r in rows] == [str(t["k"]) for t in ks]
+
+
+def test_numbers_are_rounded_with_units():
+    assert present.interval(1.23456, 1.0, 1.5, "x") == "1.23x [1.00x, 1.50x]"
+    assert present.interval(0.8765, None, None, "%") == "87.6%"
+    assert present.fmt(float("nan"), "x") == present.DASH
+    assert present.fmt(None) == present.DASH
+
+
+def test_every_figure_the_batch_draws_has_a_written_caption():
+    from test_notebooks import FIGURES
+
+    names = {f.removesuffix(".png") for figs in FIGURES.values() for f in figs}
+    assert names <= set(present.CAPTIONS), names - set(present.CAPTIONS)

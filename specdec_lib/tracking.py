@@ -131,6 +131,12 @@ def precision_facts(device: str | None) -> dict[str, Any]:
     return facts
 
 
+def _dotless(data: dict[str, Any]) -> dict[str, Any]:
+    """W&B reads "." in a key as nesting (temperature=0.7 would split, and escape define_metric's
+    globs): "0.7" becomes "0_7"."""
+    return {k.replace(".", "_"): v for k, v in data.items()}
+
+
 class Tracker:
     """A W&B run when wandb is usable, else a no-op. Offline without a key; never prompts."""
 
@@ -194,7 +200,7 @@ class Tracker:
             if k not in skip and isinstance(v, (int, float)) and not isinstance(v, bool)
         }
         data["prompt"] = row.get("prompt", 0)
-        self.run.log(scrub(data))
+        self.run.log(scrub(_dotless(data)))
 
     def publish(self, result_dir: Path, artifact: str, headline: dict[str, Any]) -> None:
         """At the end: rows as a table, figures as images, the directory as an artifact, and the
@@ -218,7 +224,7 @@ class Tracker:
             self.run.log_artifact(art)
         except Exception as e:  # noqa: BLE001 - tracking must never stop a run
             print(f"W&B: result files not logged ({type(e).__name__})", file=sys.stderr)
-        self.summary(headline)
+        self.summary(_dotless(headline))
 
     def log(self, data: dict[str, Any]) -> None:
         if self.run is not None:

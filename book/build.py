@@ -140,6 +140,18 @@ def stage_notebook(src: Path, dst: Path, name: str, profile: str) -> None:
     nbformat.write(nb, dst)
 
 
+def stage_files(profile_dir: Path, dest: Path) -> None:
+    """Copy each experiment's CSV/JSON result files to dest/<experiment>/ (the downloads page
+    links them, so a reader gets the exact files the book was built from)."""
+    if not profile_dir.is_dir():
+        return
+    for d in sorted(p for p in profile_dir.iterdir() if (p / "summary.json").is_file()):
+        for f in sorted(d.iterdir()):
+            if f.is_file() and f.suffix in (".csv", ".json"):
+                (dest / d.name).mkdir(parents=True, exist_ok=True)
+                shutil.copy2(f, dest / d.name / f.name)
+
+
 def stage(workdir: Path, profile: str, results: Path, strict: bool) -> dict[str, str]:
     """Fill <workdir>/book/experiments; returns name -> 'notebook' | 'placeholder'."""
     names = toc_experiments(workdir / "_toc.yml")
@@ -161,6 +173,7 @@ def stage(workdir: Path, profile: str, results: Path, strict: bool) -> dict[str,
                 placeholder(name, profile, results), encoding="utf-8"
             )
             status[name] = "placeholder"
+    stage_files(results / profile, staging / "files")
     if strict and missing:
         raise SystemExit(
             f"--strict: no executed notebook for {', '.join(missing)} "

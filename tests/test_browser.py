@@ -2,8 +2,9 @@
 network), no TeX source left in any page's text, every image loaded.
 
 One book is built per test session from synthetic results (tests/test_book.py's writer, plus an
-executed notebook with a figure and a Colab badge); skipped with its reason where Chromium is
-absent (`apt-get install chromium`; .ci/run installs it).
+executed notebook with a figure and a Colab badge); the browser test is skipped with its reason
+where Chromium is absent (`apt-get install chromium`; .ci/run installs it). The same build also
+shows the reference pages: downloads, glossary, bibliography, reconciliation, provenance.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from browser import chromium, raw_math, read_page, serve
 from test_book import _build, write_synthetic
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.skipif(
+needs_chromium = pytest.mark.skipif(
     chromium() is None, reason="no Chromium on PATH (apt-get install chromium; .ci/run does)"
 )
 
@@ -86,6 +87,7 @@ def test_the_book_serves_mathjax_itself(book_html):
     assert fonts
 
 
+@needs_chromium
 def test_every_page_renders_its_math_and_images(book_html):
     pages = _pages()
     assert "book/math.html" in pages and "book/experiments/05_k_sweep.html" in pages
@@ -106,3 +108,32 @@ def test_every_page_renders_its_math_and_images(book_html):
                 math = r
     assert not problems, "\n".join(problems)
     assert math["mathjax"] == "typeset" and math["math"] >= 50, math["math"]
+
+
+def _text(book_html: Path, page: str) -> str:
+    return re.sub(r"<[^>]+>", " ", (book_html / f"{page}.html").read_text(encoding="utf-8"))
+
+
+def test_reference_pages(book_html):
+    from datetime import datetime, timezone
+
+    downloads = (book_html / "book" / "downloads.html").read_text(encoding="utf-8")
+    links = re.findall(r'href="(\.\./_downloads/[^"]+)"', downloads)
+    names = {Path(h).name for h in links}
+    assert {"config.json", "env.json", "summary.json", "per_prompt.csv"} <= names
+    assert all((book_html / "book" / h).is_file() for h in links)
+    glossary = _text(book_html, "book/glossary")
+    for term in ("anchor", "teacher-forced agreement", "paired baseline", "profile", "TVD"):
+        assert term in glossary, term
+    assert "self:18:16384" in glossary
+    refs = (book_html / "book" / "references.html").read_text(encoding="utf-8")
+    assert "arxiv.org/abs/2211.17192" in refs and "Leviathan" in refs
+    assert "leviathan2023" not in _text(book_html, "book/intro")  # the cite role resolved
+    recon = _text(book_html, "book/reconciliation")
+    assert "transformer_draft" in recon and "context_sweep" in recon and "k_sweep" in recon
+    assert "95% intervals" in recon
+    repro = _text(book_html, "book/reproducibility")
+    assert "This book was built at commit" in repro and "jupyter-book" in repro
+    assert "numpy" in repro and "Traceback" not in repro and "Markdown object" not in repro
+    year = str(datetime.now(timezone.utc).year)
+    assert f"Copyright {year}" in _text(book_html, "book/intro").replace("\n", " ")

@@ -50,3 +50,23 @@ def test_every_figure_the_batch_draws_has_a_written_caption():
 
     names = {f.removesuffix(".png") for figs in FIGURES.values() for f in figs}
     assert names <= set(present.CAPTIONS), names - set(present.CAPTIONS)
+
+
+def test_reconciliation_lists_each_measurement_of_the_same_setup(synthetic):
+    from specdec_lib import reconcile
+
+    spec, k = reconcile.setup_of(synthetic)
+    rows = reconcile.measurements(synthetic)
+    exps = {r["experiment"] for r in rows}
+    assert {"transformer_draft", "context_sweep"} <= exps, exps
+    assert "context_sweep_nocache" not in exps and "sampling" not in exps  # other setups
+    text = reconcile.explanation(rows, spec, k)
+    assert f"`{spec}` at K = {k}" in text and "context tokens" in text
+    assert ("share a common value" in text) != ("do not all share" in text)
+
+
+def test_the_agreement_rule_is_one_common_value_in_every_interval():
+    from specdec_lib.reconcile import overlap
+
+    assert overlap([{"ci_low": 0.9, "ci_high": 1.1}, {"ci_low": 1.0, "ci_high": 1.2}])
+    assert not overlap([{"ci_low": 0.9, "ci_high": 0.95}, {"ci_low": 1.0, "ci_high": 1.2}])

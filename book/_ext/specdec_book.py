@@ -6,7 +6,8 @@ pointed at the source notebook in the repository (notebooks/NN_name.ipynb, whose
 itself up in Colab). The chapter pages are MyST Markdown, which Colab cannot open, so their
 launch group is dropped (the page's download menu still offers the executed .ipynb).
 
-Also adds book/_static/specdec.css (compact tables), and serves MathJax 3 from the book itself:
+Also sets the copyright year from the build date (not a year typed into _config.yml), adds
+book/_static/specdec.css (compact tables), and serves MathJax 3 from the book itself:
 the `mathjax` files of the PyPI package `django-static-mathjax` (requirements.txt) are copied
 into `_static/mathjax/` and `mathjax_path` points there, so that math renders offline (a local
 build, a mirror) and no page loads a script from a CDN. Without the package the build stops with
@@ -16,7 +17,9 @@ a one-line error saying what to install.
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +91,19 @@ def _static(app) -> None:
         app.config.html_static_path.append(str(staged))
 
 
+def build_year() -> int:
+    """The build's year (SOURCE_DATE_EPOCH when set, for reproducible builds)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    when = datetime.fromtimestamp(int(epoch), timezone.utc) if epoch else datetime.now(timezone.utc)
+    return when.year
+
+
+def _copyright(app, config) -> None:
+    config.copyright = f"{build_year()}, {config.author}" if config.author else str(build_year())
+
+
 def setup(app):
+    app.connect("config-inited", _copyright)
     app.connect("builder-inited", _static)
     app.add_css_file("specdec.css")
     # after sphinx-book-theme's add_launch_buttons (501), before the header is rendered

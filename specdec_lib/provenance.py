@@ -1,0 +1,144 @@
+"""Where the book's results came from against where the book was built: commits, machines,
+versions, and what `make evaluate` reuses. Markdown for the reproducibility chapter.
+
+Reads env.json files through `specdec_lib.report` and asks git and the running interpreter about
+the build; knows nothing about decoding. Without git (an unpacked archive) it says so.
+"""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+import warnings
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+LIBRARY = ("specdec_lib",)
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10, check=True
+        )
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _v(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def result_commits(p: Any) -> dict[str, list[str]]:
+    """commit -> experiments measured at it."""
+    out: dict[str, list[str]] = {}
+    for name, res in p.results.items():
+        out.setdefault(res.env.get("git_commit") or "unknown", []).append(name)
+    return out
+
+
+def commits_markdown(p: Any) -> str:
+    """Whether the results were computed at the commit the book is built at, and if not, how far
+    apart they are and which library files changed in between."""
+    head = _git("rev-parse", "HEAD")
+    commits = result_commits(p)
+    if not commits:
+        return "No results for this profile."
+    if head is None:
+        return "This book was built outside a git checkout: its commit is unknown."
+    lines = [f"This book was built at commit `{head[:12]}`."]
+    for c, exps in commits.items():
+        names = ", ".join(f"`{e}`" for e in exps)
+        if c == head:
+            lines.append(f"- {names}: computed at this commit.")
+            continue
+        if c == "unknown":
+            lines.append(f"- {names}: no commit recorded.")
+            continue
+        n = _git("rev-list", "--count", f"{c}..{head}")
+        changed = _git("diff", "--name-only", c, head, "--", *LIBRARY)
+        if n is None:
+            lines.append(f"- {names}: computed at `{c[:12]}`, not in this checkout's history.")
+            continue
+        files = [f for f in (changed or "").splitlines() if f]
+        lines.append(
+            f"- {names}: computed at `{c[:12]}`, **{n} commits before** the build"
+            + (
+                f"; library files changed since: {', '.join(f'`{f}`' for f in files[:12])}"
+                + (f" and {len(files) - 12} more" if len(files) > 12 else "")
+                if files
+                else "; no library file changed since"
+            )
+            + "."
+        )
+    if any(c != head for c in commits):
+        lines.append(
+            "\nResults computed at an earlier commit are reused as long as their configuration "
+            "is unchanged; `make evaluate FORCE=1` recomputes them with the current code."
+        )
+    return "\n".join(lines)
+
+
+def build_markdown() -> str:
+    """The machine and versions that built the book (not those that measured the results)."""
+    try:
+        os_name = platform.freedesktop_os_release().get("PRETTY_NAME", platform.system())
+    except OSError:
+        os_name = f"{platform.system()} {platform.release()}"
+    from specdec_lib.tracking import cpu_model
+
+    return (
+        f"The book itself was built on {cpu_model() or platform.machine()}, {os_name}, with "
+        f"Python {sys.version.split()[0]}, jupyter-book {_v('jupyter-book')}, "
+        f"numpy {_v('numpy')}, pandas {_v('pandas')} and matplotlib {_v('matplotlib')}."
+    )
+
+
+def reuse_markdown(p: Any) -> str:
+    """What `make evaluate` on this machine would do with these results: reuse ones measured on
+    another CPU or in another dtype (dtype auto resolves per machine) without re-measuring."""
+    import yaml
+
+    path = ROOT / "profiles" / f"{p.name}.yaml"
+    if not path.is_file():
+        return ""
+    prof = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if prof.get("dtype", "auto") != "auto":  # a fixed dtype means the same on every machine
+        return ""
+    try:
+        with warnings.catch_warnings():  # tqdm's "IProgress not found" in a kernel's stderr
+            warnings.simplefilter("ignore")
+            from specdec_lib.models import resolve_device, resolve_dtype
+        from specdec_lib.tracking import cpu_model
+
+        device = resolve_device(str(prof.get("device", "auto")))
+        dtype = str(resolve_dtype(str(prof.get("dtype", "auto")), device)).removeprefix("torch.")
+    except Exception:  # noqa: BLE001 - a profile not in this checkout, a missing device
+        return ""
+    here = cpu_model() or platform.machine()
+    other = []
+    for name, res in p.results.items():
+        env = res.env
+        if (env.get("dtype") and env["dtype"] != dtype) or (
+            device.type == "cpu" and env.get("cpu_model") and env["cpu_model"] != here
+        ):
+            other.append(f"`{name}` ({env.get('dtype')} on {env.get('cpu_model') or '?'})")
+    if not other:
+        return (
+            f"On the machine that built this book ({here}, dtype `{prof.get('dtype')}` = "
+            f"{dtype}), these results count as measured here."
+        )
+    return (
+        f":::{{note}}\nOn the machine that built this book ({here}), the profile's dtype "
+        f"`{prof.get('dtype')}` means {dtype}. `make evaluate` would still **reuse** "
+        f"{', '.join(other)}: the configuration is the same, so nothing is re-measured; the batch "
+        "prints a line for each such experiment. Run `make evaluate FORCE=1` to measure them on "
+        "this machine (the total time above is what that took where they were measured).\n:::"
+    )

@@ -64,17 +64,18 @@ def runtime_requirements(target: str, path: Path | None = None) -> list[str]:
     return [r for r in requirement_lines(path) if _name(r) not in skip]
 
 
+def _gpu_visible() -> bool:
+    """Whether a CUDA GPU is visible: through torch when it is imported already, else from the
+    NVIDIA device files, so that the first cell does not import torch (and with it numpy)
+    before pip runs, which would make an upgraded numpy need a restart."""
+    if "torch" in sys.modules:
+        return bool(sys.modules["torch"].cuda.is_available())
+    return os.path.exists("/dev/nvidia0") or os.path.isdir("/proc/driver/nvidia/gpus")
+
+
 def auto_profile() -> str:
     """What profile "auto" means here: colab-t4 on a Colab GPU, else embedded."""
-    if in_colab():
-        try:
-            import torch
-
-            if torch.cuda.is_available():
-                return "colab-t4"
-        except ImportError:
-            pass
-    return "embedded"
+    return "colab-t4" if in_colab() and _gpu_visible() else "embedded"
 
 
 def target_of(profile: str) -> str:

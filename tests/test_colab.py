@@ -201,3 +201,13 @@ def test_make_leaves_wandb_mode_alone_so_a_key_goes_online():
     )
     assert make.returncode == 0, make.stderr
     assert not re.search(r"^WANDB_MODE\s*[:?]?=", make.stdout, flags=re.MULTILINE)
+
+
+def test_the_first_cell_finds_a_gpu_without_importing_torch(monkeypatch):
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    monkeypatch.delitem(sys.modules, "torch")  # restored afterwards
+    for present, profile in ((True, "colab-t4"), (False, "embedded")):
+        monkeypatch.setattr(colab.os.path, "exists", lambda p, v=present: v and p == "/dev/nvidia0")
+        monkeypatch.setattr(colab.os.path, "isdir", lambda p: False)
+        assert colab.auto_profile() == profile
+        assert "torch" not in sys.modules

@@ -95,7 +95,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     sampling = SamplingConfig(args.temperature, args.top_k, args.top_p, args.seed)
     spec = SpecConfig(args.k, args.max_new_tokens)
-    kind, _ = check_drafter_spec(args.draft)
+    kind, draft_args = check_drafter_spec(args.draft)
     if kind == "tree" and not sampling.greedy:
         from specdec_lib.tree import GREEDY_ONLY
 
@@ -105,7 +105,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from specdec_lib.runtime import setup
 
     gen = Generator.load(args.target, args.draft, dtype=args.dtype, device=args.device)
-    setup(gen.target.model, args.k + 1)  # threads chosen as the bench and the study do; warm
+    rows = args.k + 1  # the widest call: K + 1 positions, or a tree's nodes + 1
+    if kind == "tree":
+        from specdec_lib.drafters import TREE_NODES
+
+        rows = max(rows, (int(draft_args[0]) if draft_args else TREE_NODES) + 1)
+    setup(gen.target.model, rows)  # threads chosen as the bench and the study do; warm
     for text in prompts:
         out = gen.generate_text(text, spec, sampling)
         if args.json:

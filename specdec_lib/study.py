@@ -836,25 +836,41 @@ def run_transformer_draft(S: Study) -> ExperimentResult:
 
 
 def sweep_config(S: Study, experiment: str) -> dict[str, Any]:
-    e = S.exp(experiment)
+    """The timed sweep's config. The cache-off ablation (`context_sweep_nocache`) takes its
+    contexts, prompt counts, token counts, anchors and drafts from `context_sweep`, so that it
+    runs on exactly the same prompts; only the cache differs."""
+    e = S.exp("context_sweep")
+    if experiment != "context_sweep":
+        S.exp(experiment)  # the section must exist (a clear error otherwise)
     d = S.profile["drafts"]
-    specs = {arm_name(d["bigram"]): d["bigram"], arm_name(d["transformer"]): d["transformer"]}
+    specs = (
+        {str(k): str(v) for k, v in e["drafts"].items()}
+        if e.get("drafts")
+        else {arm_name(d["bigram"]): d["bigram"], arm_name(d["transformer"]): d["transformer"]}
+    )
+    contexts = [int(c) for c in e["contexts"]]
+    n = int(e["n_prompts"])
+    beyond = e.get("n_prompts_beyond_100")
     return {
         **base_config(S, experiment),
-        "contexts": [int(c) for c in e["contexts"]],
-        "anchor_min": int(e.get("anchor_min") or max(e["contexts"])),
-        "n_prompts": int(e["n_prompts"]),
+        "contexts": contexts,
+        "anchor_min": int(e.get("anchor_min") or max(contexts)),
+        "n_prompts": n,
+        "n_prompts_by_context": {
+            str(c): (int(beyond) if beyond and c > 100 else n) for c in contexts
+        },
         "max_new_tokens": int(e["max_new_tokens"]),
         "use_cache": experiment != "context_sweep_nocache",
         "reference_context": int(e.get("reference_context", 20)),
+        "primary": str(e.get("primary") or next(iter(specs))),
         "arms": {BASELINE: "none", **specs},
     }
 
 
 def run_context_sweep(S: Study, *, use_cache: bool = True) -> ExperimentResult:
     """04: time, speedup and acceptance per context, each context with its own paired baseline,
-    on the same documents and anchors; plus the earlier study's speedup (one reference-context
-    baseline over every row)."""
+    on the same documents and anchors (a context with fewer prompts takes the first ones); plus
+    the earlier study's speedup (one reference-context baseline over every row)."""
     experiment = "context_sweep" if use_cache else "context_sweep_nocache"
     cfg = sweep_config(S, experiment)
 
@@ -866,7 +882,8 @@ def run_context_sweep(S: Study, *, use_cache: bool = True) -> ExperimentResult:
         arms = build_arms(S, loaded, specs, cfg["k"], use_cache=use_cache)
         rows: list[dict[str, Any]] = []
         for c in cfg["contexts"]:
-            prompts = prompts_for(S, loaded, cfg["n_prompts"], c, anchor_min=cfg["anchor_min"])
+            n = cfg["n_prompts_by_context"][str(c)]
+            prompts = prompts_for(S, loaded, n, c, anchor_min=cfg["anchor_min"])
             rows += paired(
                 arms,
                 prompts,
@@ -877,6 +894,11 @@ def run_context_sweep(S: Study, *, use_cache: bool = True) -> ExperimentResult:
                 extra_cols={"context": c},
             )
         summary = sweep_summary(rows, cfg)
+        summary["primary"] = cfg["primary"]
+        summary["kinds"] = {
+            m: draft_kind(get_drafter(S, loaded, s, use_cache=use_cache), loaded.model)
+            for m, s in specs.items()
+        }
         return Run(rows, summary, lambda d: plots.context_figures(summary, d))
 
     return execute(S, experiment, cfg, compute)
@@ -902,7 +924,9 @@ def sweep_summary(rows: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, 
         for m, s in arms.items():
             sp = s.get("speedup") or {}
             acc = s.get("acceptance_rate") or {}
-            es = paired_speedup(ref_wall, walls(c, m))
+            w = walls(c, m)
+            n = min(len(w), len(ref_wall))  # a context with fewer prompts has the first ones
+            es = paired_speedup(ref_wall[:n], w[:n])
             table.append(
                 {
                     "context": c,
@@ -965,121 +989,197 @@ def sweep_summary(rows: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, 
 
 # teacher-forced agreement ------------------------------------------------------------------
 
+SHARED = "shares the target's hidden states"
+EXIT = "early exit of the target (its attention stops early)"
+SEPARATE = "a separate computation"
+CONTROL = "context-free control"
 
-def draft_predictor(drafter) -> Callable[[list[int]], list[int]]:
-    """predict(ids) -> the drafter's greedy guess after every prefix of ids (-1: no guess)."""
-    from specdec_lib.drafters import BigramDrafter, ModelDrafter, NgramDrafter
+
+def exit_layers(drafter, target_model: torch.nn.Module) -> int | None:
+    """L when the drafter's model is the target's own embedding, first L decoder layers and
+    final norm (the very same modules, as `drafters.self_draft.early_exit_model` builds them)
+    followed by a head of its own or the target's; else None."""
+    from specdec_lib.drafters import ModelDrafter
+
+    if not isinstance(drafter, ModelDrafter):
+        return None
+    inner, tinner = getattr(drafter.lm.model, "model", None), getattr(target_model, "model", None)
+    if inner is None or tinner is None:
+        return None
+    same = all(
+        getattr(inner, name, None) is getattr(tinner, name, object())
+        for name in ("layers", "norm", "embed_tokens")
+    )
+    return int(inner.config.num_hidden_layers) if same else None
+
+
+def draft_kind(drafter, target_model: torch.nn.Module) -> str:
+    """How a draft relates to the target: SHARED, EXIT, SEPARATE or CONTROL (bigram, n-gram)."""
+    from specdec_lib.drafters import ModelDrafter
     from specdec_lib.drafters.adaptive import AdaptiveDrafter
 
     if isinstance(drafter, AdaptiveDrafter):
-        return draft_predictor(drafter.inner)
-    if isinstance(drafter, BigramDrafter):
-        return lambda ids: [drafter.next_of(t) for t in ids]
-    if isinstance(drafter, NgramDrafter):
-        return lambda ids: [(drafter.lookup(ids[: j + 1], 1) or [-1])[0] for j in range(len(ids))]
-    if isinstance(drafter, ModelDrafter):
-        model, vsize, tmap = drafter.lm.model, drafter.lm.vocab_size, drafter.token_map
-
-        def predict(ids: list[int]) -> list[int]:
-            from specdec_lib.cache import check_finite
-
-            dev = next(model.parameters()).device
-            fed = torch.tensor([drafter.embeddable(list(ids))], device=dev)  # [1, n]
-            with torch.inference_mode():
-                logits = model(input_ids=fed, use_cache=False).logits  # [1, n, V]
-            logits = logits[0] if vsize is None else logits[0, :, :vsize]
-            check_finite(logits, drafter.lm.dtype)  # NaN would argmax to a token silently
-            best = logits.argmax(-1)
-            return (tmap[best] if tmap is not None else best).tolist()
-
-        return predict
-    raise TypeError(f"no teacher-forced predictor for {type(drafter).__name__}")
+        return draft_kind(drafter.inner, target_model)
+    if not isinstance(drafter, ModelDrafter):
+        return CONTROL
+    n = exit_layers(drafter, target_model)
+    if n is None:
+        return SEPARATE
+    return SHARED if n >= len(target_model.model.layers) else EXIT
 
 
-def agreements(
-    target_model: torch.nn.Module,
-    predicts: dict[str, Callable[[list[int]], list[int]]],
-    prefix: Sequence[int],
-    continuation: Sequence[int],
-) -> dict[str, float]:
-    """experiments.teacher_forced_agreement for several drafts with one target pass, plus
-    `target_vs_reference`: the target's argmax against the continuation itself."""
-    ids = list(prefix) + list(continuation)
-    from specdec_lib.cache import check_finite
+def _head_argmax(drafter, logits: torch.Tensor) -> list[int]:
+    """logits [T, V_head] of a ModelDrafter -> its greedy token ids in the target's vocabulary."""
+    vsize, tmap = drafter.lm.vocab_size, drafter.token_map
+    best = (logits if vsize is None else logits[:, :vsize]).argmax(-1)  # [T]
+    return (tmap[best] if tmap is not None else best).tolist()
 
-    dev = next(target_model.parameters()).device
+
+def _last_logits(model: torch.nn.Module, x: torch.Tensor, n: int) -> torch.Tensor:
+    """The model's logits at the last n positions of x [1, S]: [n, V]."""
     with torch.inference_mode():
-        logits = target_model(input_ids=torch.tensor([ids], device=dev), use_cache=False).logits[0]
-    check_finite(logits, next(target_model.parameters()).dtype)  # NaN would argmax silently
-    start, end = len(prefix) - 1, len(ids) - 1
-    target_next = logits[start:end].argmax(-1).tolist()
-    out = {}
-    n = len(target_next)
-    for name, predict in predicts.items():
-        guess = predict(ids)[start:end]
-        out[name] = sum(int(a == b) for a, b in zip(target_next, guess, strict=True)) / n
-    out["target_vs_reference"] = (
-        sum(int(a == b) for a, b in zip(target_next, continuation, strict=True)) / n
-    )
-    return out
+        try:
+            out = model(input_ids=x, use_cache=False, logits_to_keep=n)
+        except TypeError:  # a model without logits_to_keep
+            out = model(input_ids=x, use_cache=False)
+    return out.logits[0, -n:]
+
+
+def teacher_forced_guesses(
+    target_model: torch.nn.Module, drafters: dict[str, Any], seq: Sequence[int], n: int
+) -> tuple[list[int], dict[str, list[int]]]:
+    """The target's greedy next token at the last n positions of seq and each draft's guess
+    there, every model seeing the same seq (teacher forcing).
+
+    One target forward. A draft that is the target's first L layers + final norm + a head
+    (`exit_layers`) is read from the target's own layer-L output in that forward (a hook),
+    through the final norm and the draft's head: the same modules on the same inputs as the
+    drafter's own forward. A bigram guesses from each position's token. Any other model drafter
+    gets one forward of its own."""
+    from specdec_lib.drafters import BigramDrafter, ModelDrafter
+    from specdec_lib.drafters.adaptive import AdaptiveDrafter
+
+    drafters = {m: (d.inner if isinstance(d, AdaptiveDrafter) else d) for m, d in drafters.items()}
+    dev = next(target_model.parameters()).device
+    x = torch.tensor([list(seq)], device=dev)  # [1, S]
+    layers = target_model.model.layers
+    exits = {m: exit_layers(d, target_model) for m, d in drafters.items()}
+    captured: dict[int, torch.Tensor] = {}
+    hooks = []
+    for L in sorted({e for e in exits.values() if e is not None}):
+
+        def keep(_mod, _inp, out, L=L):
+            h = out[0] if isinstance(out, tuple) else out  # [1, S, H]
+            captured[L] = h[:, -n:]
+
+        hooks.append(layers[L - 1].register_forward_hook(keep))
+    try:
+        target_next = _last_logits(target_model, x, n).argmax(-1).tolist()
+    finally:
+        for h in hooks:
+            h.remove()
+    guesses: dict[str, list[int]] = {}
+    for m, d in drafters.items():
+        if exits[m] is not None:
+            inner = d.lm.model.model
+            with torch.inference_mode():
+                logits = d.lm.model.lm_head(inner.norm(captured[exits[m]]))[0]  # [n, V_head]
+            guesses[m] = _head_argmax(d, logits)
+        elif isinstance(d, BigramDrafter):
+            guesses[m] = [d.next_of(int(t)) for t in seq[-n:]]
+        elif isinstance(d, ModelDrafter):
+            guesses[m] = _head_argmax(d, _last_logits(d.lm.model, x, n))
+        else:
+            raise SpecdecError(f"no teacher-forced agreement for a {type(d).__name__} draft")
+    return target_next, guesses
+
+
+def agreement_drafts(S: Study, e: dict[str, Any]) -> dict[str, str]:
+    """Arm name -> spec of the agreement's drafts: the section's own `drafts`, else the
+    profile's bigram and transformer drafts."""
+    if e.get("drafts"):
+        return {str(k): str(v) for k, v in e["drafts"].items()}
+    d = S.profile["drafts"]
+    return {arm_name(d["bigram"]): d["bigram"], arm_name(d["transformer"]): d["transformer"]}
 
 
 def run_agreement(S: Study) -> ExperimentResult:
-    """04 (timing-free): teacher-forced agreement of each draft with the target along the
-    target's greedy continuation from the largest context, on the same documents and positions
-    at every context."""
+    """04 (timing-free): teacher-forced agreement of every draft with the target on the
+    documents' real next tokens, at the same positions for every context: fixed anchors in
+    each eval document, the document's next `continuation_tokens` tokens teacher-forced, only
+    the visible prefix before the anchor changing with the context."""
     e = S.exp("agreement")
-    d = S.profile["drafts"]
-    specs = {arm_name(d["bigram"]): d["bigram"], arm_name(d["transformer"]): d["transformer"]}
+    specs = agreement_drafts(S, e)
+    ctxs = [int(c) for c in e["contexts"]]
     cfg = {
         **base_config(S, "agreement"),
-        "contexts": [int(c) for c in e["contexts"]],
-        "anchor_min": int(e.get("anchor_min") or max(e["contexts"])),
-        "n_prompts": int(e["n_prompts"]),
+        "contexts": ctxs,
+        "anchor_min": int(e.get("anchor_min") or max(ctxs)),
+        "n_documents": int(e.get("n_documents") or e.get("n_prompts")),
         "continuation_tokens": int(e["continuation_tokens"]),
-        "max_new_tokens": int(e["continuation_tokens"]),
+        "primary": str(e.get("primary") or next(iter(specs))),
+        "test_range": [int(c) for c in e.get("test_range", [10, 100])],
         "arms": specs,
     }
+    if cfg["primary"] not in specs:
+        raise SpecdecError(f"agreement: primary draft {cfg['primary']!r} is not one of {specs}")
 
     def compute(on_row):
         from specdec_lib import plots
-        from specdec_lib.config import SamplingConfig, SpecConfig
+        from specdec_lib.data import article_token_ids
 
         loaded = load_target(S)
-        ctxs = cfg["contexts"]
-        predicts = {m: draft_predictor(get_drafter(S, loaded, s)) for m, s in specs.items()}
-        base = make_arm(S, loaded, BASELINE, "none", 1).generator
-        by_c = {
-            c: prompts_for(S, loaded, cfg["n_prompts"], c, anchor_min=cfg["anchor_min"])
-            for c in ctxs
-        }
-        longest = by_c[max(ctxs)]
+        T = cfg["continuation_tokens"]
+        drafters = {m: get_drafter(S, loaded, s) for m, s in specs.items()}
+        kinds = {m: draft_kind(d, loaded.model) for m, d in drafters.items()}
+        docs = prompts_for(
+            S,
+            loaded,
+            cfg["n_documents"],
+            max(ctxs),
+            anchor_min=cfg["anchor_min"],
+            continuation_tokens=T,
+        )
+        tokens = article_token_ids(loaded.tokenizer, eval_articles(S))
+        bos = int(loaded.tokenizer.bos_token_id)
         rows: list[dict[str, Any]] = []
-        for i, p in enumerate(tqdm(longest, desc="agreement")):
-            cont = base.generate_ids(
-                list(p.ids), SpecConfig(1, cfg["continuation_tokens"]), SamplingConfig()
-            ).tokens
-            if not cont:
-                continue
+        bar = tqdm(total=len(docs) * len(ctxs), desc="agreement (documents x contexts)")
+        for i, p in enumerate(docs):
+            art = tokens[p.article]
+            cont = art[p.anchor : p.anchor + T]
             for c in ctxs:
-                q = by_c[c][i]
-                if (q.article, q.anchor) != (p.article, p.anchor):
-                    raise RuntimeError(
-                        "make_prompts gave different documents or anchors across contexts"
-                    )
-                for name, a in agreements(loaded.model, predicts, q.ids, cont).items():
+                seq = [bos, *art[p.anchor - c : p.anchor], *cont[:-1]]  # the last T predict cont
+                target_next, guesses = teacher_forced_guesses(loaded.model, drafters, seq, T)
+                scored = {**guesses, "target_vs_text": list(cont)}
+                for name, guess in scored.items():
+                    match = [int(a == b) for a, b in zip(target_next, guess, strict=True)]
                     row = {
+                        "document": i,
                         "prompt": i,
-                        "article": q.article,
-                        "anchor": q.anchor,
+                        "article": p.article,
+                        "anchor": p.anchor,
                         "context": c,
                         "draft": name,
-                        "agreement": a,
-                        "positions": len(cont),
+                        "kind": kinds.get(name, "control: the target against the real text"),
+                        "agree": sum(match),
+                        "positions": T,
+                        "agreement": sum(match) / T,
+                        "matches": "".join(map(str, match)),
                     }
                     rows.append(row)
                     on_row(row)
-        summary = agreement_summary(rows, ctxs)
+                bar.update(1)
+        bar.close()
+        summary = agreement_summary(rows, ctxs, k=cfg["k"], test_range=cfg["test_range"])
+        summary["kinds"] = kinds
+        summary["primary"] = cfg["primary"]
+        summary["readout"] = (
+            "early exits and the self-draft read from the target's own forward (the same "
+            "modules on the same inputs); other models one forward each"
+        )
+        extra = draft_extras(S, drafters)
+        if extra:
+            summary["draft_records"] = extra
         return Run(
             rows, summary, lambda dd: plots.agreement(summary, dd / "agreement_vs_context.png")
         )
@@ -1087,7 +1187,62 @@ def run_agreement(S: Study) -> ExperimentResult:
     return execute(S, "agreement", cfg, compute)
 
 
-def agreement_summary(rows: list[dict[str, Any]], contexts: list[int]) -> dict[str, Any]:
+def draft_extras(S: Study, drafters: dict[str, Any]) -> dict[str, Any]:
+    """What a draft records about how it was made (the distilled draft's training record),
+    copied into the results beside the agreement; empty when no draft has one."""
+    out: dict[str, Any] = {}
+    for name, d in drafters.items():
+        rec = getattr(d, "training_record", None)
+        rec = rec() if callable(rec) else rec
+        if rec:
+            out[name] = rec
+    return out
+
+
+def _implied(a: np.ndarray, k: int) -> np.ndarray:
+    """rules.implied_acceptance over an array of per-position agreements."""
+    from specdec_lib.rules import implied_acceptance
+
+    return np.vectorize(lambda x: implied_acceptance(float(x), k), otypes=[float])(a)
+
+
+def _paired_mean_change(lo: np.ndarray, hi: np.ndarray, k: int) -> dict[str, dict[str, float]]:
+    """The change hi - lo (documents paired) of the mean agreement and of the acceptance it
+    implies at K = k, each with a bootstrap 95% interval resampling documents."""
+    idx = np.arange(lo.size)
+
+    def stat(f):
+        def s(ix, axis=None):
+            ix = np.asarray(ix, dtype=int)
+            if ix.ndim == 1:
+                return f(lo[ix].mean(), hi[ix].mean())
+            return f(lo[ix].mean(axis=1), hi[ix].mean(axis=1))
+
+        return s
+
+    out = {}
+    for key, f in (
+        ("agreement", lambda a, b: b - a),
+        (
+            "implied_acceptance",
+            lambda a, b: _implied(b, k) - _implied(a, k),
+        ),
+    ):
+        v, cl, ch = bootstrap_ci(idx, stat=stat(f))
+        out[key] = {"value": float(np.squeeze(v)), "ci_low": cl, "ci_high": ch, "n": int(lo.size)}
+    return out
+
+
+def agreement_summary(
+    rows: list[dict[str, Any]],
+    contexts: list[int],
+    *,
+    k: int = 4,
+    test_range: Sequence[int] = (10, 100),
+) -> dict[str, Any]:
+    """Per draft and context: mean per-position agreement over documents and the acceptance it
+    implies at K (book/math.md), with bootstrap 95% intervals and n; per draft the paired change
+    over test_range (the earlier study's 10 -> 100) and over the whole sweep."""
     drafts = list(dict.fromkeys(r["draft"] for r in rows))
     table, by_draft, headline = [], {}, {}
     for dname in drafts:
@@ -1095,37 +1250,53 @@ def agreement_summary(rows: list[dict[str, Any]], contexts: list[int]) -> dict[s
         per: dict[int, dict[int, float]] = {}
         for c in contexts:
             vals = {
-                r["prompt"]: r["agreement"]
+                int(r["prompt"]): float(r["agreement"])
                 for r in rows
-                if r["draft"] == dname and r["context"] == c
+                if r["draft"] == dname and int(r["context"]) == c
             }
             per[c] = vals
-            m, lo, hi = bootstrap_ci(list(vals.values()), stat=np.mean)
-            by_draft[dname][str(c)] = {"mean": m, "ci_low": lo, "ci_high": hi}
-            table.append(
-                {
-                    "context": c,
-                    "draft": dname,
-                    "agreement": m,
-                    "ci_low": lo,
-                    "ci_high": hi,
-                    "n_prompts": len(vals),
-                }
+            x = np.array(list(vals.values()), dtype=float)
+            m, lo, hi = bootstrap_ci(x, stat=np.mean)
+            im, ilo, ihi = bootstrap_ci(
+                x, stat=lambda v, axis=None: _implied(np.mean(v, axis=axis), k)
             )
-        first, last = per[contexts[0]], per[contexts[-1]]
-        common = sorted(set(first) & set(last))
-        diff = [last[i] - first[i] for i in common]
-        dm, dlo, dhi = bootstrap_ci(diff, stat=np.mean)
-        headline[dname] = {
+            cell = {
+                "mean": m,
+                "ci_low": lo,
+                "ci_high": hi,
+                "n_documents": int(x.size),
+                "implied_acceptance": float(np.squeeze(im)),
+                "implied_acceptance_ci_low": ilo,
+                "implied_acceptance_ci_high": ihi,
+            }
+            by_draft[dname][str(c)] = cell
+            table.append({"context": c, "draft": dname, "agreement": m, **cell})
+        head: dict[str, Any] = {
             "first": by_draft[dname][str(contexts[0])]["mean"],
             "last": by_draft[dname][str(contexts[-1])]["mean"],
-            "change": dm,
-            "change_ci_low": dlo,
-            "change_ci_high": dhi,
+            "n_documents": len(per[contexts[0]]),
         }
+        spans = {"whole": (contexts[0], contexts[-1])}
+        c0, c1 = (int(test_range[0]), int(test_range[1])) if len(test_range) == 2 else (0, 0)
+        if c0 in per and c1 in per:
+            spans["test"] = (c0, c1)
+        for label, (a, b) in spans.items():
+            common = sorted(set(per[a]) & set(per[b]))
+            lo_v = np.array([per[a][i] for i in common], dtype=float)
+            hi_v = np.array([per[b][i] for i in common], dtype=float)
+            ch = _paired_mean_change(lo_v, hi_v, k) if common else {}
+            head[f"change_{label}"] = {"contexts": [a, b], **ch}
+        whole = head["change_whole"].get("agreement", {})
+        head["change"] = whole.get("value")
+        head["change_ci_low"] = whole.get("ci_low")
+        head["change_ci_high"] = whole.get("ci_high")
+        headline[dname] = head
     return {
         "contexts": contexts,
-        "continuation_tokens": max((r["positions"] for r in rows), default=0),
+        "k": k,
+        "test_range": list(test_range),
+        "continuation_tokens": max((int(r["positions"]) for r in rows), default=0),
+        "n_documents": len({r["prompt"] for r in rows}),
         "table": table,
         "by_draft": by_draft,
         "headline": headline,

@@ -15,7 +15,7 @@ from specdec_lib import study
 from specdec_lib.cache import CachedLM
 from specdec_lib.config import SamplingConfig
 from specdec_lib.decode import speculative_decode
-from specdec_lib.drafters import BigramDrafter, ModelDrafter, NoDrafter
+from specdec_lib.drafters import BigramDrafter, ModelDrafter, NoDrafter, SelfDrafter
 from specdec_lib.drafters.adaptive import AdaptiveDrafter
 from specdec_lib.experiments import teacher_forced_agreement
 from tests.conftest import random_prompt
@@ -48,21 +48,88 @@ def test_adaptive_k_shrinks_after_rejection():
         AdaptiveDrafter(NoDrafter(), k_start=9, k_max=8)
 
 
-def test_agreements_match_teacher_forced_agreement(target64, draft64):
-    prefix, cont = random_prompt(5, 10), random_prompt(6, 8)
-    bigram = BigramDrafter.fit(random_prompt(7, 400), 96)
-    predicts = {
-        "model": study.draft_predictor(ModelDrafter(draft64)),
-        "bigram": study.draft_predictor(bigram),
+def test_teacher_forced_guesses_read_exits_exactly_as_the_exit_drafts_compute(target64, draft64):
+    """Early exits and the pruned self-draft read from the target's forward give the same
+    guesses as each drafter's own forward; a separate model and a bigram match their own
+    teacher-forced predictions; the target's guesses are its argmax."""
+    seq = random_prompt(5, 30)
+    n = 12
+    keep = torch.arange(0, 96, 2)
+    drafters = {
+        "exit1": SelfDrafter(target64, n_layers=1, vocab_size=96),
+        "exit3": SelfDrafter(target64, n_layers=3, vocab_size=96),
+        "self_pruned": SelfDrafter(target64, n_layers=4, vocab_size=96, keep_ids=keep),
+        "model": ModelDrafter(draft64),
+        "bigram": BigramDrafter.fit(random_prompt(7, 400), 96),
     }
-    got = study.agreements(target64, predicts, prefix, cont)
-    for name, predict in predicts.items():
-        assert got[name] == pytest.approx(teacher_forced_agreement(target64, predict, prefix, cont))
-    # the target's own greedy continuation agrees with itself everywhere
-    from tests.conftest import stepwise_greedy
+    assert study.draft_kind(drafters["exit1"], target64) == study.EXIT
+    assert study.draft_kind(drafters["self_pruned"], target64) == study.SHARED
+    assert study.draft_kind(drafters["model"], target64) == study.SEPARATE
+    assert study.draft_kind(drafters["bigram"], target64) == study.CONTROL
+    target_next, guesses = study.teacher_forced_guesses(target64, drafters, seq, n)
+    x = torch.tensor([seq])
+    with torch.inference_mode():
+        want_t = target64(input_ids=x, use_cache=False).logits[0, -n:].argmax(-1).tolist()
+        assert target_next == want_t
+        for name in ("exit1", "exit3", "self_pruned", "model"):
+            d = drafters[name]
+            logits = d.lm.model(input_ids=x, use_cache=False).logits[0, -n:]
+            best = logits.argmax(-1)
+            own = (d.token_map[best] if d.token_map is not None else best).tolist()
+            assert guesses[name] == own, name
+    assert guesses["bigram"] == [drafters["bigram"].next_of(t) for t in seq[-n:]]
+    assert all(g % 2 == 0 for g in guesses["self_pruned"])  # only kept ids
+    # agreement with the target, as the older one-draft function computes it
+    prefix, cont = seq[: len(seq) - n + 1], seq[len(seq) - n + 1 :]
+    tf = teacher_forced_agreement(target64, study_predict(draft64), prefix, [*cont, 0])
+    got = np.mean([a == b for a, b in zip(target_next, guesses["model"], strict=True)])
+    assert got == pytest.approx(tf)
 
-    own = stepwise_greedy(target64, prefix, 8)
-    assert study.agreements(target64, {}, prefix, own)["target_vs_reference"] == 1.0
+
+def study_predict(model):
+    def predict(ids):
+        with torch.inference_mode():
+            return (
+                model(input_ids=torch.tensor([ids]), use_cache=False).logits[0].argmax(-1).tolist()
+            )
+
+    return predict
+
+
+def _agreement_rows(n_docs, contexts, level, rng):
+    rows = []
+    for i in range(n_docs):
+        for c in contexts:
+            m = (rng.random(64) < level(c)).astype(int)
+            rows.append(
+                {"prompt": i, "context": c, "draft": "d", "agreement": m.mean(), "positions": 64}
+            )
+    return rows
+
+
+def test_agreement_summary_reports_implied_acceptance_and_paired_change_with_n():
+    rng = np.random.default_rng(0)
+    ctx = [10, 20, 50, 100, 200]
+    rows = _agreement_rows(40, ctx, lambda c: 0.8 - 0.002 * c, rng)
+    s = study.agreement_summary(rows, ctx, k=4, test_range=[10, 100])
+    cell = s["by_draft"]["d"]["10"]
+    assert cell["n_documents"] == 40
+    a = cell["mean"]
+    assert cell["implied_acceptance"] == pytest.approx((a - a**5) / (4 * (1 - a)))
+    assert (
+        cell["implied_acceptance_ci_low"]
+        < cell["implied_acceptance"]
+        < cell["implied_acceptance_ci_high"]
+    )
+    ch = s["headline"]["d"]["change_test"]
+    assert ch["contexts"] == [10, 100] and ch["agreement"]["n"] == 40
+    assert ch["agreement"]["ci_low"] < -0.18 < ch["agreement"]["ci_high"]  # truth: -0.18
+    assert ch["implied_acceptance"]["ci_high"] < 0
+    flat = study.agreement_summary(
+        _agreement_rows(40, ctx, lambda c: 0.6, rng), ctx, k=4, test_range=[10, 100]
+    )
+    f = flat["headline"]["d"]["change_test"]["implied_acceptance"]
+    assert f["ci_low"] < 0 < f["ci_high"]
 
 
 def test_distribution_test_accepts_exact_samples_and_rejects_wrong_ones():

@@ -25,6 +25,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from specdec_lib import rules
+from specdec_lib.rules import INCONCLUSIVE as INCONCLUSIVE_
+from specdec_lib.rules import NOT_SUPPORTED as NOT_SUPPORTED_
+from specdec_lib.rules import NOT_TESTED
+from specdec_lib.rules import SUPPORTED as SUPPORTED_
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EARLIER_CSV = REPO_ROOT / "book" / "data" / "earlier_study.csv"
 DEFAULT_PROFILE = "embedded"
@@ -46,7 +52,7 @@ N_BOOT = 2000
 SEED = 0
 
 EARLIER_WAY = "speedup (earlier study's way)"
-LABELS = ("supported", "not supported", "inconclusive", "not tested")
+LABELS = rules.LABELS
 
 
 # --------------------------------------------------------------------------------------------
@@ -303,10 +309,8 @@ def earlier_drop(df: pd.DataFrame | None = None, lo: int = 10, hi: int = 100) ->
 
 def rate_from_a(a: float, k: int) -> float:
     """The acceptance rate accepted/proposed that i.i.d. per-token acceptance a gives when every
-    call drafts K: E[accepted]/K = (a - a^(K+1)) / (K (1 - a))."""
-    if a >= 1.0:
-        return 1.0
-    return (a - a ** (k + 1)) / (k * (1.0 - a))
+    call drafts K (rules.implied_acceptance, the book's formula)."""
+    return rules.implied_acceptance(a, k)
 
 
 def a_from_rate(rate: float, k: int) -> float:
@@ -892,32 +896,60 @@ class Verdict:
     label: str  # one of LABELS
     text: str  # Markdown: the reason, with its numbers
     numbers: dict[str, Any] = field(default_factory=dict)
+    shows: str = ""  # what this measurement can show
+    cannot: str = ""  # what it cannot show (the earlier study's own runs)
+    scope: str = ""  # where it was measured ("Gemma 3 270M on a CPU")
 
     def row(self) -> dict[str, str]:
         return {
             "hypothesis": f"{self.key}: {self.hypothesis}",
-            "verdict": self.label,
+            "verdict": f"{self.label} ({self.scope})" if self.scope else self.label,
             "key numbers": self.short(),
         }
 
     def short(self) -> str:
         return "; ".join(f"{k}: {v}" for k, v in self.numbers.items() if isinstance(v, str))
 
+    def markdown(self) -> str:
+        """The verdict's text followed by what it can and cannot show."""
+        out = self.text
+        if self.shows:
+            out += f"\n\n**What this shows:** {self.shows}"
+        if self.cannot:
+            out += f"\n\n**What it cannot show:** {self.cannot}"
+        return out
+
 
 HYPOTHESES = {
-    "H1": "recomputation without a KV cache makes long contexts slow",
-    "H2": "every speedup divides the one context-20 baseline",
-    "H3": "draft and target genuinely diverge as context grows",
-    "H4": "which prompts each context sees is a confound",
+    "H1": "without a KV cache, recomputing the prefix makes long contexts slow",
+    "H2": "every published speedup divides the one context-20 baseline",
+    "H3": "a draft that computes apart from the target agrees with it less as context grows",
+    "H4": "the fall needs prompts that differ across contexts",
 }
+RULES = rules.RULES
+STALE = (
+    "The stored `{exp}` result predates the current schema (it lacks `{key}`); re-run it "
+    "(`make evaluate` runs it again because its config changed)."
+)
 
 
-def _not_tested(key: str, p: Profile, *needs: str) -> Verdict:
+def scope(p: Profile) -> str:
+    """Where the profile's numbers come from: 'Gemma 3 270M on a CPU', 'gemma-3-4b-pt on a GPU'."""
+    cfg = next((r.config for r in p.results.values()), {})
+    target = str(cfg.get("target", "?"))
+    model = "Gemma 3 270M" if target == "embedded" else target.rsplit("/", 1)[-1]
+    env = p.env()
+    where = "a GPU" if env.get("cuda") or str(env.get("device", "")).startswith("cuda") else "a CPU"
+    return f"{model} on {where}"
+
+
+def _not_tested(key: str, p: Profile, *needs: str, why: str | None = None) -> Verdict:
     return Verdict(
         key,
         HYPOTHESES[key],
-        "not tested",
-        f"The profile `{p.name}` lacks {', '.join(f'`{n}`' for n in needs)}.",
+        NOT_TESTED,
+        why or f"The profile `{p.name}` lacks {', '.join(f'`{n}`' for n in needs)}.",
+        scope=scope(p),
     )
 
 
@@ -926,11 +958,50 @@ def _above(a: dict, b: dict) -> bool:
     return _f(a.get("ci_low")) > _f(b.get("ci_high"))
 
 
+def _iv(d: dict, n: int | None = None) -> rules.Interval:
+    return rules.Interval.of(d, n)
+
+
+def ci_n(d: Any, nd: int = 2, scale: float = 1.0, suffix: str = "", n: Any = None) -> str:
+    """'value [low, high] (n = N)': an interval with the number of units it resampled."""
+    count = n if n is not None else (d or {}).get("n", (d or {}).get("n_prompts"))
+    out = ci(d, nd, scale, suffix)
+    return f"{out} (n = {count})" if count else out
+
+
+def test_range(contexts: Sequence[int], lo: int = 10, hi: int = 100) -> tuple[int, int] | None:
+    """(10, 100), the earlier study's range, when both were measured; else None."""
+    return (lo, hi) if lo in contexts and hi in contexts else None
+
+
+def extra_growth(on: pd.DataFrame, off: pd.DataFrame, c0: int, c1: int) -> dict:
+    """H1's quantity: the baseline's per-token slowdown c0 -> c1 without the cache divided by
+    the same with it, on the prompts both sweeps share, with a paired bootstrap over prompts."""
+    a, b = paired_frame(on, BASELINE, [c0, c1]), paired_frame(off, BASELINE, [c0, c1])
+    common = sorted(set(a.index) & set(b.index))
+    if len(common) < 2:
+        return {"value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n": len(common)}
+    a, b = a.loc[common], b.loc[common]
+
+    def per_token(w: pd.DataFrame, c: int) -> tuple[np.ndarray, np.ndarray]:
+        return w["wall_s"][c].to_numpy(float), w["new_tokens"][c].to_numpy(float)
+
+    (a0, n0), (a1, n1) = per_token(a, c0), per_token(a, c1)
+    (b0, m0), (b1, m1) = per_token(b, c0), per_token(b, c1)
+
+    def q(ix: Any) -> Any:
+        g_on = (a1[ix].sum(-1) / n1[ix].sum(-1)) / (a0[ix].sum(-1) / n0[ix].sum(-1))
+        g_off = (b1[ix].sum(-1) / m1[ix].sum(-1)) / (b0[ix].sum(-1) / m0[ix].sum(-1))
+        return g_off / g_on
+
+    point = float(q(np.arange(len(common))))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        boots = q(_boot_idx(len(common)))
+    return {**_interval(point, boots), "n": len(common)}
+
+
 def h1_recomputation(p: Profile) -> Verdict:
-    """Compare the baseline's slowdown from the smallest to the largest context with the KV
-    cache on and off (per generated token, same prompts). Supported when the no-cache slowdown's
-    CI lies above the cached one's and above 1; not supported when it lies at or below the
-    cached one's (or below 1); otherwise inconclusive."""
+    """rules.RULES['H1'] on the cached and uncached sweeps (same prompts, contexts, tokens)."""
     on, off = p.get("context_sweep"), p.get("context_sweep_nocache")
     if on is None or off is None:
         return _not_tested(
@@ -941,87 +1012,76 @@ def h1_recomputation(p: Profile) -> Verdict:
     common = sorted(set(sweep_contexts(on)) & set(sweep_contexts(off)))
     if len(common) < 2:
         return _not_tested("H1", p, "two contexts shared by the cached and uncached sweeps")
-    c0, c1 = common[0], common[-1]
+    c0, c1 = test_range(common) or (common[0], common[-1])
     g_on = growth(on.rows, BASELINE, c0, c1)
     g_off = growth(off.rows, BASELINE, c0, c1)
-    trans = role_arm(off, "transformer")
-    t_on = sweep_table(on)
-    t_off = sweep_table(off)
-    sp = {}
-    for name, t, res in (("cache on", t_on, on), ("cache off", t_off, off)):
-        arm = role_arm(res, "transformer")
-        r = t[(t["method"] == arm) & (t["context"] == c1)] if t is not None else None
-        if r is not None and len(r):
-            r = r.iloc[0]
-            sp[name] = {
-                "value": r["speedup"],
-                "ci_low": r["speedup_ci_low"],
-                "ci_high": r["speedup_ci_high"],
-            }
+    q = extra_growth(on.rows, off.rows, c0, c1)
+    label = rules.h1_rule(_iv(q))
     nums = {
         "contexts": f"{c0} -> {c1}",
-        "baseline slowdown per token, cache off": ci(g_off, 2, suffix="x"),
-        "baseline slowdown per token, cache on": ci(g_on, 2, suffix="x"),
+        "baseline slowdown per token, cache off": ci_n(g_off, 2, suffix="x"),
+        "baseline slowdown per token, cache on": ci_n(g_on, 2, suffix="x"),
+        "Q = off / on": ci_n(q, 2, suffix="x"),
     }
-    for name, d in sp.items():
-        nums[f"paired speedup at {c1}, {name}"] = ci(d, 2, suffix="x")
-    if _above(g_off, g_on) and _f(g_off["ci_low"]) > 1.0:
-        label = "supported"
-        why = (
-            f"Without the KV cache the baseline's time per token grows by "
-            f"{ci(g_off, 2, suffix='x')} from context {c0} to {c1}; with the cache by "
-            f"{ci(g_on, 2, suffix='x')}. The intervals do not overlap: recomputation, not the "
-            f"context itself, is what makes long contexts slow."
-        )
-    elif _f(g_off["ci_high"]) <= _f(g_on["ci_low"]) or _f(g_off["ci_high"]) < 1.0:
-        label = "not supported"
-        why = (
-            f"Turning the KV cache off does not make long contexts slower here: the baseline's "
-            f"slowdown per token from context {c0} to {c1} is {ci(g_off, 2, suffix='x')} without "
-            f"the cache and {ci(g_on, 2, suffix='x')} with it."
-        )
-    else:
-        label = "inconclusive"
-        why = (
-            f"The baseline's slowdown per token from context {c0} to {c1} is "
-            f"{ci(g_off, 2, suffix='x')} without the cache and {ci(g_on, 2, suffix='x')} with "
-            f"it; the intervals overlap."
-        )
-    if trans and "cache off" in sp and "cache on" in sp:
-        why += (
-            f" The transformer draft's paired speedup at context {c1} is "
-            f"{ci(sp['cache off'], 2, suffix='x')} without the cache and "
-            f"{ci(sp['cache on'], 2, suffix='x')} with it."
+    same = on.config.get("n_prompts") == off.config.get("n_prompts") and on.config.get(
+        "max_new_tokens"
+    ) == off.config.get("max_new_tokens")
+    text = (
+        f"From context {c0} to {c1} the baseline's time per generated token grows by "
+        f"{ci_n(g_off, 2, suffix='x')} without the KV cache and by {ci_n(g_on, 2, suffix='x')} "
+        f"with it, so Q = {ci_n(q, 2, suffix='x')} against the threshold "
+        f"{rules.H1_EXTRA_GROWTH:.2f}: **{label}**."
+    )
+    if not same:
+        text += (
+            " (The stored cached and uncached sweeps differ in prompt or token counts: only "
+            "the prompts both share are paired.)"
         )
     return Verdict(
-        "H1", HYPOTHESES["H1"], label, why, {**nums, "_g_on": g_on, "_g_off": g_off, "_c": (c0, c1)}
+        "H1",
+        HYPOTHESES["H1"],
+        label,
+        text,
+        {**nums, "_q": q, "_g_on": g_on, "_g_off": g_off, "_c": (c0, c1)},
+        shows=(
+            f"how much faster per-token time grows with context when a decoder recomputes the "
+            f"prefix than when it caches it, on this model and machine ({scope(p)})."
+        ),
+        cannot=(
+            "whether the earlier study's decoder used a KV cache, nor that recomputation "
+            "caused its speedup to fall: its code and timings are not available to us."
+        ),
+        scope=scope(p),
     )
 
 
 def h2_single_baseline(p: Profile) -> Verdict:
-    """The published arithmetic (every speedup = 273.80 s / the row's time) checked from the CSV,
-    then our own speedups both ways at the largest context: supported when the arithmetic holds
-    and our paired speedup's CI lies above the one-baseline speedup's CI (the baseline's own
-    growth with context, ignored by one divisor, changes the answer)."""
+    """rules.RULES['H2']: the published arithmetic from the CSV, then our baseline's growth
+    from the reference context to 100 on the same prompts."""
     er = earlier_recomputed()
     base = earlier_baseline_time(er)
     all_match = bool(er["matches_printed"].all())
-    t10 = er[(er["strategy"] == "transformer draft") & (er["context"] == 10)]
-    t100 = er[(er["strategy"] == "transformer draft") & (er["context"] == 100)]
     nums: dict[str, Any] = {
         "published rows reproduced by one divisor": f"{int(er['matches_printed'].sum())} of "
         f"{len(er)}",
     }
+    t10 = er[(er["strategy"] == "transformer draft") & (er["context"] == 10)]
+    t100 = er[(er["strategy"] == "transformer draft") & (er["context"] == 100)]
     if len(t10) and len(t100):
-        for tt in (t10, t100):
-            nums[f"{base:.2f} s / {tt['time_s'].iloc[0]:.2f} s"] = num(
-                tt["one_baseline_speedup"].iloc[0], 2
-            )
         s10 = float(t10["one_baseline_speedup"].iloc[0])
         need = s10 * float(t100["time_s"].iloc[0])
         nums[f"published baseline at context 100 needed for a paired {s10:.2f}x"] = num(
             need, 2, " s"
         )
+    shows = (
+        "that the published speedups are one divisor over every row (arithmetic on the "
+        "published table), and how much a baseline's own time changes with context here, "
+        "which is the error one divisor makes."
+    )
+    cannot = (
+        "how long the earlier study's baseline took at contexts 10, 50 and 100: it was never "
+        "run there, so its paired speedups cannot be recovered."
+    )
     sweep = p.get("context_sweep")
     t = sweep_table(sweep)
     if t is None:
@@ -1030,210 +1090,214 @@ def h2_single_baseline(p: Profile) -> Verdict:
             f"The published arithmetic holds ({nums['published rows reproduced by one divisor']}"
             f" rows equal {base:.2f} s / time), but " + v.text[0].lower() + v.text[1:]
         )
-        v.numbers = nums
+        v.numbers, v.shows, v.cannot = nums, shows, cannot
         return v
-    arm = role_arm(sweep, "transformer")
-    tr = t[t["method"] == arm].sort_values("context")
     ref = int((sweep.summary.get("earlier_style") or {}).get("reference_context", 20))
-    c1 = int(tr["context"].max())
-    r1 = tr[tr["context"] == c1].iloc[0]
-    paired = {
-        "value": r1["speedup"],
-        "ci_low": r1["speedup_ci_low"],
-        "ci_high": r1["speedup_ci_high"],
-    }
-    one = {
-        "value": r1["earlier_style_speedup"],
-        "ci_low": r1.get("earlier_style_speedup_ci_low"),
-        "ci_high": r1.get("earlier_style_speedup_ci_high"),
-    }
+    ctx = sweep_contexts(sweep)
+    c1 = 100 if 100 in ctx else max(ctx)
     g = (
         growth(sweep.rows, BASELINE, ref, c1, per_token=False)
-        if ref in sweep_contexts(sweep)
-        else {"value": math.nan, "ci_low": math.nan, "ci_high": math.nan}
+        if ref in ctx and c1 != ref
+        else {"value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n_prompts": 0}
     )
-    nums.update(
-        {
-            f"ours at {c1}: paired": ci(paired, 2, suffix="x"),
-            f"ours at {c1}: one context-{ref} baseline": ci(one, 2, suffix="x"),
-            f"our baseline time, context {c1} / {ref}": ci(g, 2, suffix="x"),
-        }
+    label = rules.h2_rule(all_match, _iv(g))
+    nums[f"Q = our baseline time, context {c1} / {ref}"] = ci_n(g, 2, suffix="x")
+    text = (
+        f"{nums['published rows reproduced by one divisor']} published speedups equal "
+        f"{base:.2f} s divided by the row's time. Our baseline, on the same prompts, takes "
+        f"Q = {ci_n(g, 2, suffix='x')} as long at context {c1} as at {ref} (threshold "
+        f"{rules.H2_BASELINE_GROWTH:.2f}): **{label}**."
     )
-    gap = _above(paired, one)
-    if all_match and gap:
-        label = "supported"
-        why = (
-            f"All {len(er)} published speedups equal {base:.2f} s divided by the row's time "
-            f"({num(t10['one_baseline_speedup'].iloc[0], 2)} and "
-            f"{num(t100['one_baseline_speedup'].iloc[0], 2)} at contexts 10 and 100). "
-            f"In our sweep the baseline itself takes {ci(g, 2, suffix='x')} as long at "
-            f"context {c1} as at {ref}, so dividing by the context-{ref} baseline gives "
-            f"{ci(one, 2, suffix='x')} at context {c1} where the paired speedup (the same "
-            f"context's baseline) is {ci(paired, 2, suffix='x')}: the intervals do not overlap."
-        )
-    elif all_match:
-        label = "inconclusive"
-        why = (
-            f"All {len(er)} published speedups equal {base:.2f} s / time, but in our sweep the "
-            f"one-baseline speedup at context {c1} ({ci(one, 2, suffix='x')}) and the paired one "
-            f"({ci(paired, 2, suffix='x')}) overlap: our baseline grows too little "
-            f"({ci(g, 2, suffix='x')}) for the divisor to matter here."
-        )
-    else:
-        label = "not supported"
-        why = (
-            f"Only {nums['published rows reproduced by one divisor']} published speedups are "
-            f"{base:.2f} s / time, so the table does not use one divisor."
-        )
     return Verdict(
-        "H2", HYPOTHESES["H2"], label, why, {**nums, "_paired": paired, "_one": one, "_growth": g}
+        "H2",
+        HYPOTHESES["H2"],
+        label,
+        text,
+        {**nums, "_growth": g},
+        shows=shows,
+        cannot=cannot,
+        scope=scope(p),
     )
+
+
+def agreement_primary(res: Result) -> str | None:
+    """H3's primary draft: the one the profile named before the run."""
+    head = res.summary.get("headline") or {}
+    prim = res.summary.get("primary") or res.config.get("primary")
+    return prim if prim in head else None
+
+
+def divergent_drafts(res: Result) -> list[str]:
+    """The agreement's drafts that do not share the target's hidden states (no bigram)."""
+    kinds = res.summary.get("kinds") or {}
+    return [d for d, k in kinds.items() if not k.startswith(("shares", "context-free", "control"))]
+
+
+def h3_per_draft(res: Result) -> pd.DataFrame | None:
+    """Every draft's 10 -> 100 change in agreement and implied acceptance, with its own label
+    under H3's rule (the verdict is the primary draft's)."""
+    head = res.summary.get("headline") or {}
+    kinds = res.summary.get("kinds") or {}
+    rows = []
+    for d, h in head.items():
+        ch = h.get("change_test")
+        if not ch or "implied_acceptance" not in ch:
+            continue
+        imp, agr = ch["implied_acceptance"], ch["agreement"]
+        c0, c1 = ch["contexts"]
+        cells = (res.summary.get("by_draft") or {}).get(d, {})
+        rows.append(
+            {
+                "draft": d,
+                "kind": kinds.get(d, "control: the target against the real text"),
+                f"agreement at {c0}": pct((cells.get(str(c0)) or {}).get("mean"), 1),
+                f"agreement at {c1}": pct((cells.get(str(c1)) or {}).get("mean"), 1),
+                "agreement change (pts)": ci(agr, 1, 100.0),
+                "implied acceptance change at K = 4 (pts)": ci(imp, 1, 100.0),
+                "n documents": agr.get("n"),
+                "label under H3's rule": rules.h3_rule(_iv(imp))
+                if d in kinds and not kinds[d].startswith(("shares", "context-free"))
+                else "(not a test of H3)",
+            }
+        )
+    return pd.DataFrame(rows) if rows else None
 
 
 def h3_divergence(p: Profile) -> Verdict:
-    """Teacher-forced agreement of the transformer draft with the target, on the same documents
-    and positions, from the smallest to the largest context (timing-free). Supported when the
-    change's CI lies below 0; not supported when it excludes a fall as large as the published
-    acceptance fall (10 -> 100); otherwise inconclusive."""
+    """rules.RULES['H3'] on the timing-free agreement's primary draft, 10 -> 100."""
     res = p.get("agreement")
     if res is None:
         return _not_tested("H3", p, "agreement")
+    prim = agreement_primary(res)
     head = res.summary.get("headline") or {}
-    sweep = p.get("context_sweep")
-    arm = role_arm(res, "transformer") or role_arm(sweep, "transformer")
-    if arm not in head:
-        arm = next((a for a in head if a not in ("target_vs_reference", "bigram")), None)
-    if arm is None:
-        return _not_tested("H3", p, "a transformer arm in agreement")
-    h = head[arm]
-    change = {
-        "value": h.get("change"),
-        "ci_low": h.get("change_ci_low"),
-        "ci_high": h.get("change_ci_high"),
-    }
-    ctx = sorted(int(c) for c in (res.summary.get("contexts") or []))
-    drop = earlier_drop()["drop"]
+    if prim is None or "change_test" not in head.get(prim, {}):
+        return _not_tested("H3", p, why=STALE.format(exp="agreement", key="primary / change_test"))
+    h = head[prim]
+    ch = h["change_test"]
+    c0, c1 = ch["contexts"]
+    imp, agr = ch["implied_acceptance"], ch["agreement"]
+    cells = (res.summary.get("by_draft") or {}).get(prim, {})
+    e = earlier_drop(lo=c0, hi=c1) if (c0, c1) == (10, 100) else earlier_drop()
+    label = rules.h3_rule(_iv(imp))
+    kind = (res.summary.get("kinds") or {}).get(prim, "")
+    n = agr.get("n")
+    T = res.summary.get("continuation_tokens")
     nums = {
-        "contexts": f"{ctx[0]} -> {ctx[-1]}" if ctx else "n/a",
-        f"agreement of {arm}, first": pct(h.get("first"), 1),
-        f"agreement of {arm}, last": pct(h.get("last"), 1),
-        "change (95% CI)": ci(change, 1, 100.0, " pts"),
-        "published acceptance fall 10 -> 100": num(100 * drop, 2, " pts"),
+        "draft": f"{prim} ({kind})",
+        f"agreement {c0} -> {c1}": f"{pct((cells.get(str(c0)) or {}).get('mean'), 1)} -> "
+        f"{pct((cells.get(str(c1)) or {}).get('mean'), 1)}",
+        "agreement change": ci_n(agr, 1, 100.0, " pts"),
+        "Q = implied acceptance change at K = 4": ci_n(imp, 1, 100.0, " pts"),
+        "published acceptance 10 -> 100": f"{100 * e['acc_lo']:.2f}% -> {100 * e['acc_hi']:.2f}%",
     }
-    acc = None
-    if sweep is not None:
-        a_arm = role_arm(sweep, "transformer")
-        c0, c1 = range_for_test(sweep_contexts(sweep))
-        acc = acceptance_change(sweep.rows, a_arm, c0, c1) if a_arm else None
-        if acc is not None and finite(acc["value"]):
-            nums[f"measured acceptance change {c0} -> {c1}"] = ci(acc, 1, 100.0, " pts")
-    if _f(change["ci_high"]) < 0:
-        label = "supported"
-        why = (
-            f"Teacher-forced agreement of `{arm}` with the target falls from "
-            f"{pct(h.get('first'), 1)} to {pct(h.get('last'), 1)} (change "
-            f"{ci(change, 1, 100.0, ' points')}); the interval lies below zero."
+    others = [d for d in divergent_drafts(res) if d != prim]
+    a0 = pct((cells.get(str(c0)) or {}).get("mean"), 1)
+    a1 = pct((cells.get(str(c1)) or {}).get("mean"), 1)
+    text = (
+        f"`{prim}` ({kind}) agrees with the target at {a0} of positions with {c0} tokens of "
+        f"context and {a1} with {c1} (the same {n} documents and "
+        f"{T} positions each). The acceptance at K = 4 this implies changes by "
+        f"Q = {ci_n(imp, 1, 100.0, ' points')}, against the threshold -"
+        f"{100 * rules.MATERIAL_FALL:.0f} points: **{label}**. The earlier study reported "
+        f"{100 * e['acc_lo']:.2f}% -> {100 * e['acc_hi']:.2f}% over the same contexts."
+    )
+    if others:
+        text += (
+            " The other drafts that compute apart from the target get the same rule in the "
+            "table below; they do not change this verdict."
         )
-    elif _f(change["ci_low"]) > -drop:
-        label = "not supported"
-        why = (
-            f"Teacher-forced agreement of `{arm}` goes from {pct(h.get('first'), 1)} to "
-            f"{pct(h.get('last'), 1)} (change {ci(change, 1, 100.0, ' points')}): the "
-            f"interval excludes a fall as large as the published "
-            f"{100 * drop:.2f} points, so the draft does not diverge from the target as "
-            f"context grows."
-        )
-    else:
-        label = "inconclusive"
-        why = (
-            f"Teacher-forced agreement changes by {ci(change, 1, 100.0, ' points')}: the "
-            f"interval contains both zero and the published fall of {100 * drop:.2f} points."
-        )
-    if acc is not None and finite(acc["value"]):
-        why += (
-            f" The acceptance measured in the timed sweep changes by "
-            f"{ci(acc, 1, 100.0, ' points')} over contexts {c0} -> {c1}."
-        )
-    return Verdict("H3", HYPOTHESES["H3"], label, why, {**nums, "_change": change})
+    return Verdict(
+        "H3",
+        HYPOTHESES["H3"],
+        label,
+        text,
+        {**nums, "_change": imp, "_agreement_change": agr, "_c": (c0, c1)},
+        shows=(
+            f"whether a draft that computes apart from the target ({prim} here) loses agreement "
+            f"with it between contexts {c0} and {c1}, and by how much, on {scope(p)}: this "
+            "mechanism produces a fall of this size here."
+        ),
+        cannot=(
+            "what happened inside the earlier study's gemma-3-1b draft and gemma-3-4b target: a "
+            "270M target and its stand-in drafts are not those models, and the earlier study's "
+            "acceptance was measured in timed runs, not teacher-forced."
+            if scope(p).startswith("Gemma 3 270M")
+            else "what happened in the earlier study's own runs, whose prompts and code we do "
+            "not have."
+        ),
+        scope=scope(p),
+    )
+
+
+def sweep_primary(res: Result | None) -> str | None:
+    """The timed sweep's draft that does not share the target's hidden states (H4's)."""
+    if res is None:
+        return None
+    prim = res.summary.get("primary") or res.config.get("primary")
+    kinds = res.summary.get("kinds") or {}
+    t = sweep_table(res)
+    arms = set(t["method"]) if t is not None else set(res.arms)
+    if prim in arms and prim in kinds and not kinds[prim].startswith("shares"):
+        return prim
+    return None
 
 
 def h4_prompt_confound(p: Profile) -> Verdict:
-    """Same prompts at every context (controlled) vs each context drawing its own half of the
-    prompts (the confound simulated). Supported when the controlled change excludes the published
-    fall while the simulated draws reach it; not supported when the fall persists with the same
-    prompts; otherwise inconclusive."""
+    """rules.RULES['H4'] on the timed sweep's primary draft, same prompts at every context."""
     sweep = p.get("context_sweep")
     if sweep is None:
         return _not_tested("H4", p, "context_sweep")
-    arm = role_arm(sweep, "transformer")
+    arm = sweep_primary(sweep)
     ctx = sweep_contexts(sweep)
-    if arm is None or len(ctx) < 2:
-        return _not_tested("H4", p, "a transformer arm at two contexts")
-    c0, c1 = range_for_test(ctx)
+    rng_ = test_range(ctx)
+    if arm is None:
+        return _not_tested("H4", p, why=STALE.format(exp="context_sweep", key="primary / kinds"))
+    if rng_ is None:
+        return _not_tested("H4", p, "contexts 10 and 100 in the timed sweep")
+    c0, c1 = rng_
     same = acceptance_change(sweep.rows, arm, c0, c1)
     swap = prompt_swap_change(sweep.rows, arm, c0, c1)
     drop = earlier_drop()["drop"]
+    label = rules.h4_rule(_iv(same))
     docs = (
-        "same documents and anchors at every context"
+        "the same documents and anchors at every context"
         if _same_docs(sweep.rows, arm)
         else "prompts that differ across contexts (check the sweep)"
     )
+    swap_txt = (
+        f"[{100 * _f(swap['ci_low']):.1f}, {100 * _f(swap['ci_high']):.1f}] pts "
+        f"(halves of {swap['n_half']})"
+        if finite(swap["ci_low"])
+        else "n/a (too few prompts)"
+    )
     nums = {
+        "draft": arm,
         "contexts": f"{c0} -> {c1}",
-        "acceptance change, same prompts": ci(same, 1, 100.0, " pts"),
-        "acceptance change, own half per context (95% range)": (
-            f"[{100 * _f(swap['ci_low']):.1f}, {100 * _f(swap['ci_high']):.1f}] pts"
-            if finite(swap["ci_low"])
-            else "n/a"
-        ),
-        "prompts": str(same.get("n_prompts")),
+        "Q = acceptance change, same prompts": ci_n(same, 1, 100.0, " pts"),
+        "change with its own half of the prompts per context (95% range)": swap_txt,
         "published fall 10 -> 100": num(100 * drop, 2, " pts"),
     }
-    excludes_fall = _f(same["ci_low"]) > -drop
-    swap_reaches = _f(swap["ci_low"]) <= -drop
-    if excludes_fall and swap_reaches:
-        label = "supported"
-        why = (
-            f"With the {docs}, acceptance changes by {ci(same, 1, 100.0, ' points')} from "
-            f"context {c0} to {c1}, which excludes the published fall of {100 * drop:.2f} "
-            f"points; when each context sees its own half of the prompts instead, the change "
-            f"ranges over {nums['acceptance change, own half per context (95% range)']}, which "
-            f"reaches it. Prompt choice alone can produce a fall of the published size."
-        )
-    elif _f(same["ci_high"]) < 0 and not excludes_fall:
-        label = "not supported"
-        why = (
-            f"With the {docs}, acceptance still falls by {ci(same, 1, 100.0, ' points')} from "
-            f"context {c0} to {c1}: the fall does not need a prompt confound."
-        )
-    else:
-        label = "inconclusive"
-        why = (
-            f"With the {docs}, acceptance changes by {ci(same, 1, 100.0, ' points')} from "
-            f"context {c0} to {c1}"
-        )
-        if not finite(swap["ci_low"]):
-            why += (
-                f"; with {same.get('n_prompts')} prompts there are too few to give each "
-                "context its own half, so the confound cannot be simulated."
-            )
-        elif excludes_fall:
-            why += (
-                f"; with its own half of the prompts per context the change ranges over "
-                f"{nums['acceptance change, own half per context (95% range)']}, which does "
-                f"not reach the published fall of {100 * drop:.2f} points either. Neither "
-                "the context nor a random choice of prompts produces a fall of that size "
-                "here; a systematic difference between the prompt sets of the earlier study "
-                "cannot be ruled out from our data."
-            )
-        else:
-            why += (
-                f"; with its own half of the prompts per context the change ranges over "
-                f"{nums['acceptance change, own half per context (95% range)']}. Neither "
-                "interval excludes the published fall."
-            )
+    text = (
+        f"With {docs}, the measured acceptance of `{arm}` changes by "
+        f"Q = {ci_n(same, 1, 100.0, ' points')} from context {c0} to {c1}, against the "
+        f"threshold -{100 * rules.MATERIAL_FALL:.0f} points: **{label}**. Giving each context "
+        f"its own random half of the prompts instead spreads the change over {swap_txt}."
+    )
     return Verdict(
-        "H4", HYPOTHESES["H4"], label, why, {**nums, "_same": same, "_swap": swap, "_c": (c0, c1)}
+        "H4",
+        HYPOTHESES["H4"],
+        label,
+        text,
+        {**nums, "_same": same, "_swap": swap, "_c": (c0, c1)},
+        shows=(
+            "whether a fall in measured acceptance remains when every context sees the same "
+            f"prompts, and how much random prompt sets of this size alone move it, on {scope(p)}."
+        ),
+        cannot=(
+            "whether the earlier study's contexts saw different prompts, or prompts that "
+            "differed systematically: its prompt lists are not available."
+        ),
+        scope=scope(p),
     )
 
 
@@ -1255,6 +1319,144 @@ def verdict_table(vs: Sequence[Verdict]) -> pd.DataFrame:
 
 def verdicts_markdown(vs: Sequence[Verdict]) -> str:
     return "\n".join(f"- **{v.key} ({v.hypothesis}): {v.label}.** {v.text}" for v in vs)
+
+
+def rule_markdown(key: str) -> str:
+    """The rule of hypothesis `key`, as the chapter prints it before the numbers."""
+    return admonition(rules.RULES[key], "note", f"Rule for {key} (fixed before the runs)")
+
+
+def bottom_line(p: Profile, vs: Sequence[Verdict] | None = None) -> str:
+    """The chapter's plain-language bottom line, assembled from the verdicts' labels."""
+    v = {x.key: x for x in (vs if vs is not None else verdicts(p))}
+    where = scope(p)
+    say = {
+        "H1": {
+            SUPPORTED_: "Decoding without a KV cache makes long contexts much slower per token "
+            "than decoding with one",
+            NOT_SUPPORTED_: "Turning the KV cache off does not make long contexts materially "
+            "slower per token",
+            INCONCLUSIVE_: "Whether recomputation makes long contexts materially slower is not "
+            "settled by these runs",
+        },
+        "H2": {
+            SUPPORTED_: "the earlier study's speedups all divide one context-20 baseline, and a "
+            "baseline's own time changes enough with context for that to misstate them",
+            NOT_SUPPORTED_: "one divisor does not explain the published speedups here",
+            INCONCLUSIVE_: "the published speedups all divide one context-20 baseline, but our "
+            "baseline's growth with context is too uncertain to say how much that matters",
+        },
+        "H3": {
+            SUPPORTED_: "a draft that computes apart from the target does lose a material share "
+            "of its agreement with the target between 10 and 100 tokens of context",
+            NOT_SUPPORTED_: "a draft that computes apart from the target does not lose a material "
+            "share of its agreement between 10 and 100 tokens of context",
+            INCONCLUSIVE_: "whether a draft that computes apart from the target loses a material "
+            "share of its agreement between 10 and 100 tokens is not settled by these runs",
+        },
+        "H4": {
+            SUPPORTED_: "with the prompts held fixed, no material fall in measured acceptance "
+            "remains",
+            NOT_SUPPORTED_: "a material fall in measured acceptance remains with the prompts "
+            "held fixed",
+            INCONCLUSIVE_: "whether a fall in measured acceptance remains with the prompts fixed "
+            "is not settled by these runs",
+        },
+    }
+    parts = []
+    for key in ("H1", "H2", "H3", "H4"):
+        x = v.get(key)
+        if x is None or x.label not in say[key]:
+            parts.append(f"{key} was not tested with this profile's results")
+        else:
+            parts.append(f"{say[key][x.label]} ({key}: {x.label})")
+    parts = [x[0].lower() + x[1:] if x[1:2].islower() else x for x in parts]
+    text = (
+        f"On {where}: {parts[0]}; {parts[1]}; {parts[2]}; and {parts[3]}. "
+        "None of this says what happened inside the earlier study's own runs, whose code, "
+        "prompts and models we do not have; it says which of the four explanations can produce "
+        "a fall of the published size in a setting we can measure."
+    )
+    return text
+
+
+def key_numbers(p: Profile) -> pd.DataFrame | None:
+    """The introduction's key numbers, each with its interval and n, read from the results."""
+    rows: list[dict[str, Any]] = []
+
+    def add(what: str, d: Any, n: Any, source: str, scale: float = 1.0, suffix: str = "") -> None:
+        if d is None or not finite(central(d)):
+            return
+        rows.append(
+            {
+                "figure": what,
+                "value": num(scale * central(d), 1 if scale == 100.0 else 2, suffix),
+                "95% CI": f"[{num(scale * _f(d.get('ci_low')), 1 if scale == 100.0 else 2)}, "
+                f"{num(scale * _f(d.get('ci_high')), 1 if scale == 100.0 else 2)}]"
+                if finite(d.get("ci_low"))
+                else "n/a",
+                "n": n,
+                "from": source,
+            }
+        )
+
+    e = earlier_drop()
+    for c, a in ((e["context_lo"], e["acc_lo"]), (e["context_hi"], e["acc_hi"])):
+        rows.append(
+            {
+                "figure": f"earlier study: acceptance at context {c} (as reported)",
+                "value": num(100 * a, 2, "%"),
+                "95% CI": "not reported",
+                "n": "not reported",
+                "from": "book/data/earlier_study.csv",
+            }
+        )
+    agr = p.get("agreement")
+    if agr is not None:
+        prim = agreement_primary(agr)
+        by = agr.summary.get("by_draft") or {}
+        for d in [x for x in [prim, *divergent_drafts(agr)] if x]:
+            if d in [r["figure"].split(":")[0] for r in rows]:
+                continue
+            ch = (agr.summary.get("headline") or {}).get(d, {}).get("change_test")
+            if not ch:
+                continue
+            c0, c1 = ch["contexts"]
+            for c in (c0, c1):
+                cell = by.get(d, {}).get(str(c)) or {}
+                add(
+                    f"{d}: per-position agreement at context {c}",
+                    {"value": cell.get("mean"), **cell},
+                    cell.get("n_documents"),
+                    "agreement",
+                    100.0,
+                    "%",
+                )
+            add(
+                f"{d}: implied acceptance at K = 4, change {c0} -> {c1}",
+                ch["implied_acceptance"],
+                ch["implied_acceptance"].get("n"),
+                "agreement",
+                100.0,
+                " pts",
+            )
+    for v in verdicts(p):
+        for key, d in v.numbers.items():
+            if key in ("_q", "_growth", "_same") and isinstance(d, dict):
+                add(
+                    f"{v.key} quantity: "
+                    + {
+                        "_q": "baseline slowdown, cache off / on",
+                        "_growth": "baseline time at 100 / at 20",
+                        "_same": "acceptance change 10 -> 100, same prompts",
+                    }[key],
+                    d,
+                    d.get("n", d.get("n_prompts")),
+                    {"H1": "context sweeps", "H2": "context_sweep", "H4": "context_sweep"}[v.key],
+                    100.0 if key == "_same" else 1.0,
+                    " pts" if key == "_same" else "x",
+                )
+    return pd.DataFrame(rows) if rows else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -1325,58 +1527,139 @@ def fig_earlier_study() -> Any:
 
 
 def fig_acceptance_vs_context(p: Profile) -> Any:
-    """Measured acceptance vs context (cached sweep) with CIs, and teacher-forced agreement."""
-    sweep, agr = p.get("context_sweep"), p.get("agreement")
+    """Measured acceptance (accepted / proposed) vs context in the timed sweep, with CIs."""
+    sweep = p.get("context_sweep")
     t = sweep_table(sweep)
-    if t is None and agr is None:
+    if t is None:
         return None
-    fig, axes = new_figure(2 if agr is not None and t is not None else 1, 10.0, 3.8)
-    i = 0
-    if t is not None:
-        ax = axes[i]
-        i += 1
-        names = _labels(p, sweep)
-        for arm, g in t[t["method"] != BASELINE].groupby("method"):
-            g = g.sort_values("context")
+    fig, axes = new_figure(1, 6.4, 3.8)
+    ax = axes[0]
+    names = _labels(p, sweep)
+    for arm, g in t[t["method"] != BASELINE].groupby("method"):
+        g = g.sort_values("context")
+        n = int(g["n_prompts"].min()) if "n_prompts" in g else None
+        _err(
+            ax,
+            g["context"],
+            100 * g["acceptance_rate"],
+            100 * g["acceptance_rate_ci_low"],
+            100 * g["acceptance_rate_ci_high"],
+            f"{names.get(arm, arm)} (n = {n})" if n else names.get(arm, arm),
+        )
+    ax.set(
+        xscale="log",
+        xlabel="context (tokens)",
+        ylabel="acceptance rate (%)",
+        title="measured acceptance in the timed sweep (95% CI)",
+    )
+    ax.legend(fontsize="small")
+    return fig
+
+
+def fig_agreement_vs_context(p: Profile) -> Any:
+    """Left: teacher-forced per-position agreement of every draft vs context. Right: the
+    acceptance at K = 4 that agreement implies (book/math.md), beside the earlier study's
+    reported acceptance. Two panels because they are different quantities."""
+    agr = p.get("agreement")
+    tab = pd.DataFrame((agr.summary.get("table") if agr is not None else None) or [])
+    if agr is None or not len(tab) or "implied_acceptance" not in tab:
+        return None
+    fig, (a1, a2) = new_figure(2, 11.0, 4.0)
+    names = _labels(p, agr)
+    names.setdefault("target_vs_text", "target vs the real next token")
+    n = agr.summary.get("n_documents")
+    for d, g in tab.groupby("draft", sort=False):
+        g = g.sort_values("context")
+        ls = "--" if d == "target_vs_text" else "-"
+        _err(
+            a1,
+            g["context"],
+            100 * g["agreement"],
+            100 * g["ci_low"],
+            100 * g["ci_high"],
+            names.get(d, d),
+            ls=ls,
+        )
+        if d != "target_vs_text":
             _err(
-                ax,
+                a2,
                 g["context"],
-                100 * g["acceptance_rate"],
-                100 * g["acceptance_rate_ci_low"],
-                100 * g["acceptance_rate_ci_high"],
-                names.get(arm, arm),
+                100 * g["implied_acceptance"],
+                100 * g["implied_acceptance_ci_low"],
+                100 * g["implied_acceptance_ci_high"],
+                names.get(d, d),
             )
-        ax.set(
-            xscale="log",
-            xlabel="context (tokens)",
-            ylabel="acceptance rate (%)",
-            title="acceptance in the timed sweep (95% CI)",
-        )
-        ax.legend()
-    if agr is not None:
-        ax = axes[i]
-        tab = pd.DataFrame(agr.summary.get("table") or [])
-        if len(tab):
-            names = _labels(p, agr)
-            names.setdefault("target_vs_reference", "target vs its own largest-context output")
-            for d, g in tab.groupby("draft"):
-                g = g.sort_values("context")
-                _err(
-                    ax,
-                    g["context"],
-                    100 * g["agreement"],
-                    100 * g["ci_low"],
-                    100 * g["ci_high"],
-                    names.get(d, d),
-                    ls="--" if d == "target_vs_reference" else "-",
-                )
-        ax.set(
-            xscale="log",
-            xlabel="context (tokens)",
-            ylabel="agreement with target (%)",
-            title="teacher-forced agreement (no timing)",
-        )
-        ax.legend(fontsize="small")
+    e = earlier_recomputed()
+    t = e[e["strategy"] == "transformer draft"].sort_values("context")
+    a2.plot(
+        t["context"], t["acceptance_pct"], "s:", color="tab:red", label="earlier study, as reported"
+    )
+    a1.set(
+        xscale="log",
+        xlabel="context (tokens)",
+        ylabel="per-position agreement (%)",
+        title=f"teacher-forced agreement (n = {n} documents)",
+    )
+    a2.set(
+        xscale="log",
+        xlabel="context (tokens)",
+        ylabel="acceptance at K = 4 (%)",
+        title="acceptance implied by agreement",
+    )
+    for ax in (a1, a2):
+        ax.axvspan(10, 100, color="grey", alpha=0.08)
+    a1.legend(fontsize="x-small")
+    a2.legend(fontsize="x-small")
+    return fig
+
+
+def training_record(p: Profile) -> tuple[str, dict[str, Any]] | None:
+    """(draft, record) of the first draft whose training record the agreement stored."""
+    agr = p.get("agreement")
+    recs = (agr.summary.get("draft_records") if agr is not None else None) or {}
+    for name, rec in recs.items():
+        if isinstance(rec, dict):
+            return name, rec
+    return None
+
+
+def _curve(rec: dict[str, Any]) -> tuple[list[float], dict[str, list[float]]]:
+    """(steps, {series: values}) from a training record: a `curve` list of per-step dicts, or
+    parallel lists under `steps` and any other numeric list."""
+    curve = rec.get("curve") or rec.get("history") or rec.get("log")
+    if isinstance(curve, list) and curve and isinstance(curve[0], dict):
+        df = pd.DataFrame(curve)
+        xk = next((k for k in ("step", "steps", "iteration", "epoch") if k in df), None)
+        x = df[xk].tolist() if xk else list(range(len(df)))
+        return x, {c: df[c].tolist() for c in df.columns if c != xk and df[c].dtype.kind in "fi"}
+    steps = rec.get("steps") if isinstance(rec.get("steps"), list) else None
+    series = {
+        k: v
+        for k, v in rec.items()
+        if isinstance(v, list)
+        and v
+        and all(isinstance(x, (int, float)) for x in v)
+        and k != "steps"
+    }
+    n = max((len(v) for v in series.values()), default=0)
+    return (steps or list(range(n))), series
+
+
+def fig_training_curve(p: Profile) -> Any:
+    """The distilled draft's training curve, from the record the agreement stored."""
+    found = training_record(p)
+    if found is None:
+        return None
+    name, rec = found
+    x, series = _curve(rec)
+    if not series:
+        return None
+    fig, axes = new_figure(1, 6.4, 3.6)
+    ax = axes[0]
+    for k, v in series.items():
+        ax.plot(x[: len(v)], v, label=k)
+    ax.set(xlabel="training step", ylabel="value", title=f"{name}: training curve")
+    ax.legend(fontsize="small")
     return fig
 
 
@@ -1464,7 +1747,7 @@ def fig_baseline_growth(p: Profile) -> Any:
 def fig_prompt_confound(p: Profile) -> Any:
     """Per-prompt acceptance across contexts (same prompts) and the simulated confound."""
     sweep = p.get("context_sweep")
-    arm = role_arm(sweep, "transformer")
+    arm = sweep_primary(sweep) or role_arm(sweep, "transformer")
     if sweep is None or arm is None or len(sweep_contexts(sweep)) < 2:
         return None
     pp = per_prompt_acceptance(sweep.rows, arm)

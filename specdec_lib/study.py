@@ -838,7 +838,8 @@ def run_transformer_draft(S: Study) -> ExperimentResult:
 def sweep_config(S: Study, experiment: str) -> dict[str, Any]:
     """The timed sweep's config. The cache-off ablation (`context_sweep_nocache`) takes its
     contexts, prompt counts, token counts, anchors and drafts from `context_sweep`, so that it
-    runs on exactly the same prompts; only the cache differs."""
+    runs on exactly the same prompts; only the cache differs. Its own section may list `drafts`,
+    a subset of the sweep's draft arms (the baseline always runs), to save time."""
     e = S.exp("context_sweep")
     if experiment != "context_sweep":
         S.exp(experiment)  # the section must exist (a clear error otherwise)
@@ -848,6 +849,14 @@ def sweep_config(S: Study, experiment: str) -> dict[str, Any]:
         if e.get("drafts")
         else {arm_name(d["bigram"]): d["bigram"], arm_name(d["transformer"]): d["transformer"]}
     )
+    if experiment == "context_sweep_nocache" and "drafts" in S.exp(experiment):
+        keep = [str(m) for m in S.exp(experiment)["drafts"] or []]
+        unknown = sorted(set(keep) - set(specs))
+        if unknown:
+            raise SpecdecError(
+                f"context_sweep_nocache: drafts {unknown} are not context_sweep drafts {specs}"
+            )
+        specs = {m: v for m, v in specs.items() if m in keep}
     contexts = [int(c) for c in e["contexts"]]
     n = int(e["n_prompts"])
     beyond = e.get("n_prompts_beyond_100")
@@ -862,7 +871,7 @@ def sweep_config(S: Study, experiment: str) -> dict[str, Any]:
         "max_new_tokens": int(e["max_new_tokens"]),
         "use_cache": experiment != "context_sweep_nocache",
         "reference_context": int(e.get("reference_context", 20)),
-        "primary": str(e.get("primary") or next(iter(specs))),
+        "primary": str(e.get("primary") or next(iter(specs), "")),
         "arms": {BASELINE: "none", **specs},
     }
 

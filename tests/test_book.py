@@ -234,82 +234,84 @@ def _publish(root: Path, profile: str, name: str, config, rows, summary, extra=N
 
 
 def _sweep(root, profile, name, cache, rng):
-    rows, table, by_ctx = [], [], {}
+    """A timed sweep whose summary comes from study.sweep_summary (the real analysis)."""
+    from specdec_lib import study
+
+    rows = []
     for ctx in CONTEXTS:
         step = 0.01 * (1 + ctx / 400) if cache else 0.01 * (1 + ctx / 25)
-        cell = []
         for i in range(N_PROMPTS):
-            cell.append(
-                _row(i, "baseline", "none", 0, ctx, 0, step, 0, rng, cache, {"context": ctx})
-            )
-            cell.append(
-                _row(i, "bigram", "bigram", K, ctx, 0.08, step, 0.01, rng, cache, {"context": ctx})
-            )
-            cell.append(
-                _row(
-                    i,
-                    "self",
-                    "self",
-                    K,
-                    ctx,
-                    0.62 + 0.02 * (i % 3),
-                    step,
-                    0.3 * (1 + (0 if cache else ctx / 50)),
-                    rng,
-                    cache,
-                    {"context": ctx},
-                )
-            )
-        rows += cell
-        arms = _summarize(cell)
-        by_ctx[str(ctx)] = {"arms": arms}
-    ref_wall = by_ctx["20"]["arms"]["baseline"]["total_wall_s"]
-    ref_rows = [r for r in rows if r["context"] == 20 and r["method"] == "baseline"]
-    for ctx in CONTEXTS:
-        for arm, s in by_ctx[str(ctx)]["arms"].items():
-            mine = [r for r in rows if r["context"] == ctx and r["method"] == arm]
-            es = _ratio([r["wall_s"] for r in ref_rows], [r["wall_s"] for r in mine])
-            table.append(
-                {
-                    "context": ctx,
-                    "method": arm,
-                    "draft": s["draft"],
-                    "k": s["k"],
-                    "n_prompts": s["n_prompts"],
-                    "use_cache": cache,
-                    "total_wall_s": s["total_wall_s"],
-                    "baseline_total_wall_s": by_ctx[str(ctx)]["arms"]["baseline"]["total_wall_s"],
-                    "tokens_per_s": s["tokens_per_s"]["median"],
-                    "tokens_per_s_ci_low": s["tokens_per_s"]["ci_low"],
-                    "tokens_per_s_ci_high": s["tokens_per_s"]["ci_high"],
-                    "speedup": s.get("speedup", {}).get("value"),
-                    "speedup_ci_low": s.get("speedup", {}).get("ci_low"),
-                    "speedup_ci_high": s.get("speedup", {}).get("ci_high"),
-                    "earlier_style_speedup": es["value"],
-                    "earlier_style_speedup_ci_low": es["ci_low"],
-                    "earlier_style_speedup_ci_high": es["ci_high"],
-                    "acceptance_rate": s.get("acceptance_rate", {}).get("value"),
-                    "acceptance_rate_ci_low": s.get("acceptance_rate", {}).get("ci_low"),
-                    "acceptance_rate_ci_high": s.get("acceptance_rate", {}).get("ci_high"),
-                    "mean_accepted_length": s.get("mean_accepted_length", {}).get("value"),
-                }
-            )
-    base = [by_ctx[str(c)]["arms"]["baseline"] for c in CONTEXTS]
-    summary = {
-        "roles": {"bigram": "bigram", "transformer": "self"},
-        "contexts": CONTEXTS,
-        "use_cache": cache,
-        "by_context": by_ctx,
-        "table": table,
-        "earlier_style": {"reference_context": 20, "reference_total_wall_s": ref_wall},
-        "baseline_growth": {
-            "context": CONTEXTS,
-            "total_wall_s": [b["total_wall_s"] for b in base],
-            "s_per_token": [b["total_wall_s"] / b["new_tokens"] for b in base],
-        },
-        "headline": {},
+            cell = {"context": ctx}
+            rows.append(_row(i, "baseline", "none", 0, ctx, 0, step, 0, rng, cache, cell))
+            rows.append(_row(i, "bigram", "bigram", K, ctx, 0.08, step, 0.01, rng, cache, cell))
+            a_self = 0.62 + 0.02 * (i % 3)
+            c_self = 0.3 * (1 + (0 if cache else ctx / 50))
+            rows.append(_row(i, "self", "self", K, ctx, a_self, step, c_self, rng, cache, cell))
+            rows.append(_row(i, "exit12", "exit:12", K, ctx, 0.45, step, 0.2, rng, cache, cell))
+    arms = {"baseline": "none", "bigram": "bigram", "self": "self", "exit12": "exit:12"}
+    cfg = {"contexts": CONTEXTS, "reference_context": 20, "use_cache": cache, "arms": arms}
+    summary = study.sweep_summary(rows, cfg)
+    summary["roles"] = {"bigram": "bigram", "transformer": "self"}
+    summary["primary"] = "exit12"
+    summary["kinds"] = {
+        "bigram": study.CONTROL,
+        "self": study.SHARED,
+        "exit12": study.EXIT,
     }
     _publish(root, profile, name, {"contexts": CONTEXTS, "use_cache": cache}, rows, summary)
+
+
+def _agreement(root, profile, rng):
+    """Teacher-forced agreement rows (40 documents x 64 positions) summarized by
+    study.agreement_summary (the real analysis): a flat primary draft, an exit that falls."""
+    from specdec_lib import study
+
+    n_docs, T = 40, 64
+    level = {
+        "distilled": lambda c: 0.55,
+        "exit12": lambda c: 0.55 - 0.25 * min(c, 100) / 100,
+        "self": lambda c: 0.9,
+        "bigram": lambda c: 0.2,
+        "target_vs_text": lambda c: 0.4 + 0.001 * c,
+    }
+    rows = []
+    for i in range(n_docs):
+        for ctx in CONTEXTS:
+            for d, f in level.items():
+                m = (rng.random(T) < f(ctx)).astype(int)
+                rows.append(
+                    {
+                        "document": i,
+                        "prompt": i,
+                        "article": i * 3,
+                        "anchor": 600 + 7 * i,
+                        "context": ctx,
+                        "draft": d,
+                        "agree": int(m.sum()),
+                        "positions": T,
+                        "agreement": float(m.mean()),
+                        "matches": "".join(map(str, m)),
+                    }
+                )
+    summary = study.agreement_summary(rows, CONTEXTS, k=K, test_range=[10, 100])
+    summary["kinds"] = {
+        "distilled": study.SEPARATE,
+        "exit12": study.EXIT,
+        "self": study.SHARED,
+        "bigram": study.CONTROL,
+    }
+    summary["primary"] = "distilled"
+    summary["roles"] = {"transformer": "self", "bigram": "bigram"}
+    summary["draft_records"] = {
+        "distilled": {
+            "seed": 0,
+            "train_s": 300.0,
+            "curve": [{"step": s, "loss": 3.0 / (1 + s / 50)} for s in range(0, 400, 20)],
+        }
+    }
+    _publish(
+        root, profile, "agreement", {"contexts": CONTEXTS, "primary": "distilled"}, rows, summary
+    )
 
 
 def write_synthetic(
@@ -395,71 +397,7 @@ def write_synthetic(
     if want("context_sweep_nocache"):
         _sweep(root, profile, "context_sweep_nocache", False, rng)
     if want("agreement"):
-        rows, table, by = [], [], {}
-        for d, base_a, slope in (
-            ("self", 0.70, 0.0002),
-            ("bigram", 0.12, 0.0),
-            ("target_vs_reference", 0.80, 0.0009),
-        ):
-            by[d] = {}
-            for ctx in CONTEXTS:
-                vals = np.clip(base_a + slope * ctx + rng.normal(0, 0.04, N_PROMPTS), 0, 1)
-                for i, v in enumerate(vals):
-                    rows.append(
-                        {
-                            "prompt": i,
-                            "article": i * 3,
-                            "anchor": 600 + 7 * i,
-                            "context": ctx,
-                            "draft": d,
-                            "agreement": v,
-                            "positions": 32,
-                        }
-                    )
-                m = _ci(vals, np.mean)
-                table.append(
-                    {
-                        "context": ctx,
-                        "draft": d,
-                        "agreement": m["median"],
-                        "ci_low": m["ci_low"],
-                        "ci_high": m["ci_high"],
-                        "n_prompts": N_PROMPTS,
-                    }
-                )
-                by[d][str(ctx)] = {
-                    "mean": m["median"],
-                    "ci_low": m["ci_low"],
-                    "ci_high": m["ci_high"],
-                }
-        df = pd.DataFrame(rows)
-        head = {}
-        for d in by:
-            first = df[(df.draft == d) & (df.context == CONTEXTS[0])]["agreement"].to_numpy()
-            last = df[(df.draft == d) & (df.context == CONTEXTS[-1])]["agreement"].to_numpy()
-            ch = _ci(last - first, np.mean)
-            head[d] = {
-                "first": float(first.mean()),
-                "last": float(last.mean()),
-                "change": float(last.mean() - first.mean()),
-                "change_ci_low": ch["ci_low"],
-                "change_ci_high": ch["ci_high"],
-            }
-        _publish(
-            root,
-            profile,
-            "agreement",
-            {"contexts": CONTEXTS},
-            rows,
-            {
-                "roles": {"transformer": "self", "bigram": "bigram"},
-                "table": table,
-                "by_draft": by,
-                "contexts": CONTEXTS,
-                "continuation_tokens": 32,
-                "headline": head,
-            },
-        )
+        _agreement(root, profile, rng)
     if want("k_sweep"):
         rows = []
         for i in range(N_PROMPTS):
@@ -687,15 +625,45 @@ def test_verdicts_from_numbers(synthetic):
     vs = {v.key: v for v in report.verdicts(p)}
     assert set(vs) == {"H1", "H2", "H3", "H4"}
     assert all(v.label in report.LABELS for v in vs.values())
-    # the synthetic world: recomputation grows ~linearly, the baseline grows, no divergence
+    # the synthetic world: recomputation grows ~linearly, the baseline grows, the primary
+    # (distilled) draft's agreement is flat while an early exit's falls by 25 points
     assert vs["H1"].label == "supported"
     assert vs["H2"].label == "supported"
     assert vs["H3"].label == "not supported"
+    per = report.h3_per_draft(p.get("agreement")).set_index("draft")
+    assert per.loc["exit12", "label under H3's rule"] == "supported"
+    assert per.loc["self", "label under H3's rule"] == "(not a test of H3)"
+    assert "(n = 40)" in vs["H3"].text
     for v in vs.values():
         assert v.text and "nan" not in v.text.lower()
+        assert v.shows and v.cannot and v.scope == "synthetic on a CPU"
+    kn = report.key_numbers(p)
+    assert kn is not None and (kn["n"].astype(str) != "").all() and (kn["95% CI"] != "n/a").all()
+    assert "On synthetic on a CPU" in report.bottom_line(p)
     part = report.load_profile("partial", synthetic)
     labels = {v.key: v.label for v in report.verdicts(part)}
     assert labels == dict.fromkeys(("H1", "H2", "H3", "H4"), "not tested")
+
+
+def test_stale_results_degrade_to_not_tested_with_a_rerun_note(synthetic, tmp_path):
+    """Results written before the agreement and sweep schema (no primary draft) give 'not
+    tested' with the instruction to re-run, never a crash or a wrong verdict."""
+    import shutil
+
+    root = tmp_path / "r"
+    shutil.copytree(synthetic / "synthetic", root / "old")
+    for exp in ("agreement", "context_sweep"):
+        f = root / "old" / exp / "summary.json"
+        sm = json.loads(f.read_text())
+        sm.pop("primary", None)
+        f.write_text(json.dumps(sm))
+    cf = root / "old" / "agreement" / "config.json"
+    cfg = json.loads(cf.read_text())
+    cfg.pop("primary", None)
+    cf.write_text(json.dumps(cfg))
+    vs = {v.key: v for v in report.verdicts(report.load_profile("old", root))}
+    assert vs["H3"].label == vs["H4"].label == "not tested"
+    assert "re-run" in vs["H3"].text and "re-run" in vs["H4"].text
 
 
 def test_ci_arithmetic():
@@ -724,6 +692,8 @@ def test_figures(synthetic):
     part = report.load_profile("partial", synthetic)
     figs = [
         report.fig_acceptance_vs_context,
+        report.fig_agreement_vs_context,
+        report.fig_training_curve,
         report.fig_speedup_vs_context,
         report.fig_baseline_growth,
         report.fig_prompt_confound,

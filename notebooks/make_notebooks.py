@@ -119,8 +119,9 @@ NOTEBOOKS = {
         "Speedup and acceptance as the visible context grows, on the same documents and "
         "anchors at every context, each context with its own paired baseline; the earlier "
         "study's way of computing speedup (one context-20 baseline for every row) beside it; "
-        "the same sweep with the KV cache off; and the timing-free teacher-forced agreement of "
-        "draft and target on the same positions. Writes `context_sweep/`, "
+        "the same sweep with the KV cache off on the very same prompts; and the timing-free "
+        "teacher-forced agreement of every draft with the target on the documents' real next "
+        "tokens, at the same positions for every context. Writes `context_sweep/`, "
         "`context_sweep_nocache/` and `agreement/`.",
         [
             ("study.run_context_sweep(S, use_cache=True)", "context_sweep"),

@@ -259,7 +259,7 @@ def agreement(summary: dict[str, Any], path: Path) -> None:
             [t["ci_low"] for t in ts],
             [t["ci_high"] for t in ts],
             dname,
-            ls=":" if dname == "target_vs_reference" else "-",
+            ls=":" if dname == "target_vs_text" else "-",
         )
     _log_context_axis(ax, [t["context"] for t in summary["table"]])
     ax.set_ylim(0, 1.02)

@@ -98,7 +98,7 @@ class Result:
         return sorted(d.glob("*.png")) if d.is_dir() else []
 
 
-LIST_COLUMNS = ("accepted_lengths", "proposed_lengths", "tokens")
+LIST_COLUMNS = ("accepted_lengths", "proposed_lengths", "tokens", "matches")
 
 
 def _read_csv(path: Path) -> pd.DataFrame:

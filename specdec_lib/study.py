@@ -1098,6 +1098,8 @@ def teacher_forced_guesses(
             guesses[m] = [d.next_of(int(t)) for t in seq[-n:]]
         elif isinstance(d, ModelDrafter):
             guesses[m] = _head_argmax(d, _last_logits(d.lm.model, x, n))
+        elif callable(getattr(d, "predictor", None)) and d.predictor() is not None:
+            guesses[m] = list(d.predictor()(list(seq)))[-n:]  # the drafter's own teacher forcing
         else:
             raise SpecdecError(f"no teacher-forced agreement for a {type(d).__name__} draft")
     return target_next, guesses

@@ -1044,34 +1044,44 @@ def _head_argmax(drafter, logits: torch.Tensor) -> list[int]:
     return (tmap[best] if tmap is not None else best).tolist()
 
 
-def _last_logits(model: torch.nn.Module, x: torch.Tensor, n: int) -> torch.Tensor:
-    """The model's logits at the last n positions of x [1, S]: [n, V]."""
-    with torch.inference_mode():
-        try:
-            out = model(input_ids=x, use_cache=False, logits_to_keep=n)
-        except TypeError:  # a model without logits_to_keep
-            out = model(input_ids=x, use_cache=False)
-    return out.logits[0, -n:]
+_TF_LMS: dict[int, Any] = {}
+
+
+def _tf_lm(model: torch.nn.Module, vocab_size: int | None = None):
+    """A cache-free CachedLM over model (its fast view on the CPU, as decoding runs it), kept
+    per model so a view's packed weights are built once."""
+    from specdec_lib.cache import CachedLM
+
+    key = id(model)
+    if key not in _TF_LMS:
+        _TF_LMS[key] = CachedLM(model, use_cache=False, vocab_size=vocab_size)
+    return _TF_LMS[key]
+
+
+def _last_logits(lm, seq: Sequence[int], n: int) -> torch.Tensor:
+    """The logits of the last n positions of seq through a cache-free CachedLM: [n, V]."""
+    lm.reset()
+    return lm.extend(list(seq), n)
 
 
 def teacher_forced_guesses(
     target_model: torch.nn.Module, drafters: dict[str, Any], seq: Sequence[int], n: int
 ) -> tuple[list[int], dict[str, list[int]]]:
     """The target's greedy next token at the last n positions of seq and each draft's guess
-    there, every model seeing the same seq (teacher forcing).
+    there, every model seeing the same seq (teacher forcing, no KV cache, each model through
+    the same fast view decoding uses).
 
     One target forward. A draft that is the target's first L layers + final norm + a head
     (`exit_layers`) is read from the target's own layer-L output in that forward (a hook),
-    through the final norm and the draft's head: the same modules on the same inputs as the
+    through the final norm and the draft's head: the same weights on the same inputs as the
     drafter's own forward. A bigram guesses from each position's token. Any other model drafter
     gets one forward of its own."""
     from specdec_lib.drafters import BigramDrafter, ModelDrafter
     from specdec_lib.drafters.adaptive import AdaptiveDrafter
 
     drafters = {m: (d.inner if isinstance(d, AdaptiveDrafter) else d) for m, d in drafters.items()}
-    dev = next(target_model.parameters()).device
-    x = torch.tensor([list(seq)], device=dev)  # [1, S]
-    layers = target_model.model.layers
+    tlm = _tf_lm(target_model)
+    layers = tlm.runner.model.layers
     exits = {m: exit_layers(d, target_model) for m, d in drafters.items()}
     captured: dict[int, torch.Tensor] = {}
     hooks = []
@@ -1083,21 +1093,25 @@ def teacher_forced_guesses(
 
         hooks.append(layers[L - 1].register_forward_hook(keep))
     try:
-        target_next = _last_logits(target_model, x, n).argmax(-1).tolist()
+        target_next = _last_logits(tlm, seq, n).argmax(-1).tolist()
     finally:
         for h in hooks:
             h.remove()
     guesses: dict[str, list[int]] = {}
     for m, d in drafters.items():
         if exits[m] is not None:
-            inner = d.lm.model.model
+            model = d.lm.model
+            # the target's own (fast) head where the draft uses it, else the draft's own head
+            head = (
+                tlm.runner.lm_head if model.lm_head is target_model.lm_head else d.lm.runner.lm_head
+            )
             with torch.inference_mode():
-                logits = d.lm.model.lm_head(inner.norm(captured[exits[m]]))[0]  # [n, V_head]
+                logits = head(model.model.norm(captured[exits[m]]))[0]  # [n, V_head]
             guesses[m] = _head_argmax(d, logits)
         elif isinstance(d, BigramDrafter):
             guesses[m] = [d.next_of(int(t)) for t in seq[-n:]]
         elif isinstance(d, ModelDrafter):
-            guesses[m] = _head_argmax(d, _last_logits(d.lm.model, x, n))
+            guesses[m] = _head_argmax(d, _last_logits(_tf_lm(d.lm.model), seq, n))
         elif callable(getattr(d, "predictor", None)) and d.predictor() is not None:
             guesses[m] = list(d.predictor()(list(seq)))[-n:]  # the drafter's own teacher forcing
         else:

@@ -1140,7 +1140,10 @@ def run_agreement(S: Study) -> ExperimentResult:
         **base_config(S, "agreement"),
         "contexts": ctxs,
         "anchor_min": int(e.get("anchor_min") or max(ctxs)),
-        "n_documents": int(e.get("n_documents") or e.get("n_prompts")),
+        # a notebook's n_prompts override sets the number of documents too
+        "n_documents": int(
+            S.overrides.get("n_prompts") or e.get("n_documents") or e.get("n_prompts")
+        ),
         "continuation_tokens": int(e["continuation_tokens"]),
         "primary": str(e.get("primary") or next(iter(specs))),
         "test_range": [int(c) for c in e.get("test_range", [10, 100])],

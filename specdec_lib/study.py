@@ -1009,11 +1009,14 @@ def exit_layers(drafter, target_model: torch.nn.Module) -> int | None:
     final norm (the very same modules, as `drafters.self_draft.early_exit_model` builds them)
     followed by a head of its own or the target's; else None."""
     from specdec_lib.drafters import ModelDrafter
+    from specdec_lib.drafters.self_draft import decoder_path
 
     if not isinstance(drafter, ModelDrafter):
         return None
-    inner, tinner = getattr(drafter.lm.model, "model", None), getattr(target_model, "model", None)
-    if inner is None or tinner is None:
+    try:
+        path = decoder_path(target_model)
+        inner, tinner = drafter.lm.model.get_submodule(path), target_model.get_submodule(path)
+    except (SpecdecError, AttributeError):
         return None
     same = all(
         getattr(inner, name, None) is getattr(tinner, name, object())
@@ -1034,7 +1037,11 @@ def draft_kind(drafter, target_model: torch.nn.Module) -> str:
     n = exit_layers(drafter, target_model)
     if n is None:
         return SEPARATE
-    return SHARED if n >= len(target_model.model.layers) else EXIT
+    from specdec_lib.drafters.self_draft import decoder_path
+
+    return (
+        SHARED if n >= len(target_model.get_submodule(decoder_path(target_model)).layers) else EXIT
+    )
 
 
 def _head_argmax(drafter, logits: torch.Tensor) -> list[int]:
@@ -1080,12 +1087,15 @@ def teacher_forced_guesses(
     from specdec_lib.drafters.adaptive import AdaptiveDrafter
 
     drafters = {m: (d.inner if isinstance(d, AdaptiveDrafter) else d) for m, d in drafters.items()}
+    from specdec_lib.drafters.self_draft import decoder_path
+
     tlm = _tf_lm(target_model)
-    layers = tlm.runner.model.layers
     exits = {m: exit_layers(d, target_model) for m, d in drafters.items()}
     captured: dict[int, torch.Tensor] = {}
     hooks = []
-    for L in sorted({e for e in exits.values() if e is not None}):
+    wanted = sorted({e for e in exits.values() if e is not None})
+    layers = tlm.runner.get_submodule(decoder_path(target_model)).layers if wanted else []
+    for L in wanted:
 
         def keep(_mod, _inp, out, L=L):
             h = out[0] if isinstance(out, tuple) else out  # [1, S, H]
@@ -1105,13 +1115,15 @@ def teacher_forced_guesses(
             head = (
                 tlm.runner.lm_head if model.lm_head is target_model.lm_head else d.lm.runner.lm_head
             )
+            norm = model.get_submodule(decoder_path(target_model)).norm
             with torch.inference_mode():
-                logits = head(model.model.norm(captured[exits[m]]))[0]  # [n, V_head]
+                logits = head(norm(captured[exits[m]]))[0]  # [n, V_head]
             guesses[m] = _head_argmax(d, logits)
         elif isinstance(d, BigramDrafter):
             guesses[m] = [d.next_of(int(t)) for t in seq[-n:]]
         elif isinstance(d, ModelDrafter):
-            guesses[m] = _head_argmax(d, _last_logits(_tf_lm(d.lm.model), seq, n))
+            fed = d.embeddable(list(seq)) if hasattr(d, "embeddable") else list(seq)
+            guesses[m] = _head_argmax(d, _last_logits(_tf_lm(d.lm.model), fed, n))
         elif callable(getattr(d, "predictor", None)) and d.predictor() is not None:
             guesses[m] = list(d.predictor()(list(seq)))[-n:]  # the drafter's own teacher forcing
         else:

@@ -97,11 +97,13 @@ def test_first_token_after_an_unembeddable_id_follows_the_target(target64, narro
     assert chi2_dist.sf(r_q["chi2"], r_q["dof"]) < 1e-3
 
 
-def test_agreement_predictor_reads_stand_ins(target64, narrow_draft):
-    predict = study.draft_predictor(drafter_for(narrow_draft))
+def test_agreement_reads_stand_ins(target64, narrow_draft):
     ids = prompt_with_unembeddable_ids(400)
-    guesses = predict(ids)
-    assert len(guesses) == len(ids) and all(0 <= g < DRAFT_VOCAB for g in guesses)
+    n = len(ids) - 1
+    _, guesses = study.teacher_forced_guesses(
+        target64, {"narrow": drafter_for(narrow_draft)}, ids, n
+    )
+    assert len(guesses["narrow"]) == n and all(0 <= g < DRAFT_VOCAB for g in guesses["narrow"])
 
 
 # ------------------------------------------------------------------ NaN logits off CachedLM
@@ -117,10 +119,11 @@ def nan_target(target64):
 
 def test_nan_logits_stop_the_agreement_pass(nan_target, target64, narrow_draft):
     prompt, cont = random_prompt(500, 6), random_prompt(501, 4)
+    seq = [*prompt, *cont]
     with pytest.raises(SpecdecError, match="NaN or infinite"):
-        study.agreements(nan_target, {}, prompt, cont)
+        study.teacher_forced_guesses(nan_target, {}, seq, len(cont))
     with pytest.raises(SpecdecError, match="NaN or infinite"):
-        study.draft_predictor(ModelDrafter(nan_target))(prompt)
+        study.teacher_forced_guesses(target64, {"bad": ModelDrafter(nan_target)}, seq, len(cont))
 
 
 def test_nan_logits_stop_top2_margin(nan_target):

@@ -178,8 +178,14 @@ def test_arm_names_and_profiles():
             "baseline", "bigram", "transformer_draft", "context_sweep",
             "context_sweep_nocache", "agreement", "k_sweep", "sampling", "peers",
         }  # fmt: skip
-        sweep = prof["experiments"]["context_sweep"]["contexts"]
-        assert 20 in sweep and 20 in prof["experiments"]["context_sweep_nocache"]["contexts"]
+        S = study.Study(prof, study.ROOT / "results")
+        on, off = (study.sweep_config(S, e) for e in ("context_sweep", "context_sweep_nocache"))
+        assert 20 in on["contexts"] and 10 in on["contexts"] and 100 in on["contexts"]
+        for key in ("contexts", "n_prompts_by_context", "max_new_tokens", "anchor_min"):
+            assert on[key] == off[key], (name, key)  # the cache-off run: the very same prompts
+        assert on["use_cache"] is not off["use_cache"]
+        agr = prof["experiments"]["agreement"]
+        assert agr["primary"] in agr["drafts"] and agr["test_range"] == [10, 100]
 
 
 def test_notebooks_match_their_generator():

@@ -1,7 +1,14 @@
 """Command line: `generate` (one JSON object per prompt) and `bench` (the performance comparison).
 
 Checks every argument before loading anything, and turns each `SpecdecError` into one line on
-stderr with exit status 2. Knows nothing of the internals beyond the public API.
+stderr with exit status 2. A prompt file is read and checked whole before the model loads (size,
+UTF-8, every line), and every prompt is tokenized and checked against the context window before
+the first one is generated, so a bad line prints nothing for any prompt. Lines are split on "\n"
+only ("\r\n" too; never on form feeds or Unicode separators), a UTF-8 BOM is dropped, blank
+lines are skipped, and each output carries its 1-based input line. Once the model is loaded the
+weight-loading progress bar and library warnings are off, so an error is the only line. When the
+reader of stdout goes away (`| head -1`), it exits quietly with status 141 (as after SIGPIPE).
+Knows nothing of the internals beyond the public API.
 """
 
 from __future__ import annotations
@@ -10,13 +17,27 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from specdec_lib.config import SamplingConfig, SpecConfig
+from specdec_lib.config import SamplingConfig, SpecConfig, check_seed
 from specdec_lib.errors import SpecdecError
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 DEVICES = ("auto", "cpu", "cuda")
+MAX_PROMPT_FILE_BYTES = 64 * 2**20  # refused by its size, before it is read
+MAX_PROMPT_CHARS = 1_000_000  # per line; no context window holds more (refused before loading)
+_BOM = "\ufeff"
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader left
+
+
+def _seed(text: str) -> int:
+    """argparse type for --seed: an integer every RNG accepts."""
+    try:
+        return check_seed(int(text))
+    except ValueError as e:  # SpecdecError is a ValueError
+        msg = str(e) if isinstance(e, SpecdecError) else f"seed must be an integer, got {text!r}"
+        raise argparse.ArgumentTypeError(msg) from None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--target", required=True, help="embedded, a hub id or a local path")
         p.add_argument("--dtype", default="auto", choices=DTYPES)
         p.add_argument("--device", default="auto", choices=DEVICES)
-        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--seed", type=_seed, default=0)
 
     g = sub.add_parser("generate", help="generate with or without speculation")
     common(g)
@@ -64,37 +85,89 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def read_prompts(args: argparse.Namespace) -> list[str]:
-    if args.prompt is not None:
-        prompts = [args.prompt]
-    else:
-        try:
-            text = args.prompt_file.read_text(encoding="utf-8")
-        except OSError as e:
-            why = e.strerror or type(e).__name__
+@dataclass(frozen=True)
+class Prompt:
+    line: int  # 1-based line of the prompt file (1 for --prompt)
+    text: str
+
+
+def _check_text(text: str, where: str) -> None:
+    if "\x00" in text:
+        raise SpecdecError(f"{where} contains a NUL byte")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:  # undecodable argv bytes arrive as lone surrogates
+        bad = text[e.start]
+        byte = f" 0x{ord(bad) - 0xDC00:02x}" if 0xDC80 <= ord(bad) <= 0xDCFF else ""
+        raise SpecdecError(
+            f"{where} is not valid UTF-8 text (undecodable byte{byte} at character {e.start + 1})"
+        ) from None
+    if len(text) > MAX_PROMPT_CHARS:
+        raise SpecdecError(
+            f"{where} has {len(text):,} characters; the limit is {MAX_PROMPT_CHARS:,} "
+            "(no context window holds more)"
+        )
+
+
+def _read_prompt_file(path: Path) -> list[Prompt]:
+    name = repr(str(path))
+    try:
+        size = path.stat().st_size
+        if path.is_file() and size > MAX_PROMPT_FILE_BYTES:
             raise SpecdecError(
-                f"cannot read prompt file {str(args.prompt_file)!r}: {why}"
-            ) from None
-        except UnicodeDecodeError:
-            raise SpecdecError(
-                f"cannot read prompt file {str(args.prompt_file)!r}: it is not UTF-8 text"
-            ) from None
-        prompts = [line for line in text.splitlines() if line.strip()]
-        if not prompts:
-            raise SpecdecError(f"prompt file {str(args.prompt_file)!r} has no non-empty line")
-    for i, p in enumerate(prompts):
-        if not p.strip():
-            raise SpecdecError("the prompt is empty or whitespace: give some text")
-        if "\x00" in p:
-            raise SpecdecError(f"prompt {i + 1} contains a NUL byte")
+                f"prompt file {name} is {size:,} bytes; the limit is {MAX_PROMPT_FILE_BYTES:,}"
+            )
+        data = path.read_bytes()
+    except OSError as e:
+        why = e.strerror or type(e).__name__
+        raise SpecdecError(f"cannot read prompt file {name}: {why}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise SpecdecError(
+            f"cannot read prompt file {name}: line {line} is not UTF-8 text "
+            f"(byte 0x{data[e.start]:02x})"
+        ) from None
+    text = text.removeprefix(_BOM)
+    prompts = []
+    # "\n" only: str.splitlines would also split on \f, \x1c-\x1e, U+0085, U+2028, U+2029
+    for i, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
+        if not line.strip():
+            continue
+        _check_text(line, f"prompt file {name} line {i}")
+        prompts.append(Prompt(i, line))
+    if not prompts:
+        raise SpecdecError(f"prompt file {name} has no non-empty line")
     return prompts
+
+
+def read_prompts(args: argparse.Namespace) -> list[Prompt]:
+    """Every prompt, checked; nothing is loaded or generated before all of them pass."""
+    if args.prompt is None:
+        return _read_prompt_file(args.prompt_file)
+    if not args.prompt.strip():
+        raise SpecdecError("the prompt is empty or whitespace: give some text")
+    _check_text(args.prompt, "the prompt")
+    return [Prompt(1, args.prompt)]
+
+
+def _quiet_loading() -> None:
+    """No weight-loading progress bar or library warnings: an error must be the only line."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
     from specdec_lib.drafters import check_drafter_spec
+    from specdec_lib.models import check_model_name
 
     sampling = SamplingConfig(args.temperature, args.top_k, args.top_p, args.seed)
     spec = SpecConfig(args.k, args.max_new_tokens)
+    check_model_name(args.target)
     kind, draft_args = check_drafter_spec(args.draft)
     if kind == "tree" and not sampling.greedy:
         from specdec_lib.tree import GREEDY_ONLY
@@ -104,22 +177,30 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from specdec_lib.generate import Generator  # heavy imports only once the input is sound
     from specdec_lib.runtime import setup
 
+    _quiet_loading()
     gen = Generator.load(args.target, args.draft, dtype=args.dtype, device=args.device)
+    for p in prompts:  # every prompt fits before the first is generated
+        try:
+            gen.check_prompt(gen.encode(p.text), spec.max_new_tokens)
+        except SpecdecError as e:
+            if args.prompt is not None:
+                raise
+            raise SpecdecError(f"prompt file line {p.line}: {e}") from None
     rows = args.k + 1  # the widest call: K + 1 positions, or a tree's nodes + 1
     if kind == "tree":
         from specdec_lib.drafters import TREE_NODES
 
         rows = max(rows, (int(draft_args[0]) if draft_args else TREE_NODES) + 1)
     setup(gen.target.model, rows)  # threads chosen as the bench and the study do; warm
-    for text in prompts:
-        out = gen.generate_text(text, spec, sampling)
+    for p in prompts:
+        out = {"line": p.line, **gen.generate_text(p.text, spec, sampling)}
         if args.json:
             print(json.dumps(out, ensure_ascii=False), flush=True)
         else:
             s = out["stats"]
-            print(out["text"])
+            print(out["text"], flush=True)
             print(
-                f"[{s['new_tokens']} tokens in {s['wall_s']:.2f} s, acceptance "
+                f"[line {p.line}: {s['new_tokens']} tokens in {s['wall_s']:.2f} s, acceptance "
                 f"{s['acceptance_rate']:.1%}, {s['mean_accepted_length']:.2f} tokens/call]",
                 file=sys.stderr,
             )
@@ -154,3 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("specdec: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader left (`| head -1`): stop quietly; point stdout at /dev/null so the
+        # interpreter's final flush cannot raise again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE

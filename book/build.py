@@ -14,10 +14,14 @@
 3. Build: `jupyter-book build <workdir> --builder html -W -n --keep-going --all`, output in
    `<workdir>/_build/html` (or `--path-output`). Exits non-zero when the build fails.
 
-`--strict` refuses to build when an experiment's notebook is missing (no placeholders), which is
-what `make book` wants for the committed embedded profile. `--workdir` builds from a copy of the
-book's sources in another folder (tests use this so that they never touch the checkout's staging
-folder).
+Refused always (exit 2, one line, before anything is built): a result directory of the profile
+that exists but is damaged (`specdec_lib.schema.result_problem`: a file missing, a `{}` summary,
+a config that is not an object, a CSV without rows), and an executed notebook that papermill
+marked as failed or never finished (an error output, a failed or unfinished cell): neither is
+ever rendered. `--strict` also refuses when an experiment's notebook or result is missing (no
+placeholders), which is what `make book` wants for the committed embedded profile. `--workdir`
+builds from a copy of the book's sources in another folder (tests use this so that they never
+touch the checkout's staging folder).
 """
 
 from __future__ import annotations
@@ -35,6 +39,11 @@ import nbformat
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # `python book/build.py` from anywhere
+    sys.path.insert(0, str(ROOT))
+
+from specdec_lib.report import EXPERIMENTS, damaged_results  # noqa: E402
+
 STAGING = Path("book") / "experiments"
 BOOK_SOURCES = ("_config.yml", "_toc.yml", "book")
 KERNEL_NAME = "specdec"
@@ -108,6 +117,26 @@ def squash_streams(outputs: list) -> list:
     return [o for o in out if o.get("output_type") != "stream" or o["text"].strip()]
 
 
+class BookError(Exception):
+    """Why the book is not built, in one line (exit status 2)."""
+
+
+def notebook_failure(nb) -> str | None:
+    """Why an executed notebook must not be rendered (None when papermill finished it cleanly)."""
+    pm = nb.metadata.get("papermill") or {}
+    if pm.get("exception"):
+        return "papermill marked it as failed"
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        status = (cell.metadata.get("papermill") or {}).get("status")
+        if status in ("failed", "running", "pending") and cell.source.strip():
+            return f"cell {i} is {status}"
+        if any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+            return f"cell {i} raised an error"
+    return None
+
+
 def stage_notebook(src: Path, dst: Path, name: str, profile: str) -> None:
     """Copy an executed notebook for rendering: a title if it has none, a provenance note, tqdm
     refreshes squashed to their final state, the Colab set-up cell folded (hide-input), and the
@@ -162,9 +191,14 @@ def stage(workdir: Path, profile: str, results: Path, strict: bool) -> dict[str,
     (staging / ".gitignore").write_text("*\n", encoding="utf-8")
     status: dict[str, str] = {}
     missing = []
+    failed = []
     for name in names:
         src = results / profile / "notebooks" / f"{name}.ipynb"
         if src.is_file():
+            why = notebook_failure(nbformat.read(src, as_version=4))
+            if why is not None:
+                failed.append(f"{name} ({why})")
+                continue
             stage_notebook(src, staging / f"{name}.ipynb", name, profile)
             status[name] = "notebook"
         else:
@@ -173,13 +207,36 @@ def stage(workdir: Path, profile: str, results: Path, strict: bool) -> dict[str,
                 placeholder(name, profile, results), encoding="utf-8"
             )
             status[name] = "placeholder"
+    if failed:
+        raise BookError(
+            f"failed notebooks are not rendered: {', '.join(failed)} in "
+            f"{results / profile / 'notebooks'}; rerun them (make evaluate PROFILE={profile})"
+        )
     stage_files(results / profile, staging / "files")
     if strict and missing:
-        raise SystemExit(
+        raise BookError(
             f"--strict: no executed notebook for {', '.join(missing)} "
             f"in {results / profile / 'notebooks'}"
         )
     return status
+
+
+def check_results(profile: str, results: Path) -> None:
+    """Refuse damaged result directories."""
+    damaged = damaged_results(profile, results)
+    if damaged:
+        listed = ", ".join(f"{e} ({why})" for e, why in damaged.items())
+        raise BookError(
+            f"damaged results are not rendered: {listed} in {results / profile}; "
+            f"make evaluate PROFILE={profile} recomputes them"
+        )
+
+
+def check_complete(profile: str, results: Path) -> None:
+    """--strict: every experiment has a result directory."""
+    missing = [e for e in EXPERIMENTS if not (results / profile / e).is_dir()]
+    if missing:
+        raise BookError(f"--strict: no result for {', '.join(missing)} in {results / profile}")
 
 
 def private_kernelspec(where: Path) -> Path:
@@ -240,9 +297,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.strict:
             return 2
     workdir = (args.workdir or ROOT).resolve()
-    if workdir != ROOT:
-        copy_sources(workdir)
-    status = stage(workdir, args.profile, results, args.strict)
+    try:
+        check_results(args.profile, results)
+        if workdir != ROOT:
+            copy_sources(workdir)
+        status = stage(workdir, args.profile, results, args.strict)
+        if args.strict:
+            check_complete(args.profile, results)
+    except BookError as e:
+        print(f"book: error: {e}", file=sys.stderr)
+        return 2
     out = (args.path_output or workdir).resolve()
     kernels = private_kernelspec(out / "_build" / ".jupyter")
     env = build_env(args.profile, results, kernels)

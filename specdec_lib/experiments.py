@@ -13,8 +13,9 @@ hits all methods alike. Results land in `<results>/<profile>/<experiment>/`:
 
 The directory is built under a temporary name and renamed into place, so it is complete or
 absent, never half-written; a per-experiment lock keeps two batches from writing it at once, and
-an existing result with the same config hash is reused unless forced. Knows nothing about
-notebooks.
+an existing result with the same config hash is reused unless forced, and only when it passes
+`schema.result_problem` (a damaged directory is recomputed and never read back). Knows nothing
+about notebooks.
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ from tqdm.auto import tqdm
 from specdec_lib import theory
 from specdec_lib.cache import check_finite
 from specdec_lib.config import SamplingConfig, SpecConfig, config_hash
+from specdec_lib.errors import SpecdecError
 from specdec_lib.generate import Generator
 from specdec_lib.metrics import bootstrap_ci, first_divergence, paired_speedup, repeated_ngram_share
+from specdec_lib.schema import result_problem
 from specdec_lib.tracking import scrub
 
 BASELINE = "baseline"
@@ -300,13 +303,16 @@ class ResultStore:
     def dir(self, experiment: str) -> Path:
         return Path(self.root) / self.profile / experiment
 
-    def done(self, experiment: str, config: dict[str, Any]) -> bool:
+    def problem(self, experiment: str, *, study: bool = False) -> str | None:
+        """Why the stored result cannot be reused (None when it is whole): schema.result_problem."""
+        return result_problem(self.dir(experiment), study=study)
+
+    def done(self, experiment: str, config: dict[str, Any], *, study: bool = False) -> bool:
+        """Whether a whole result for this exact config is stored."""
         d = self.dir(experiment)
-        try:
-            saved = json.loads((d / "config.json").read_text())
-            json.loads((d / "summary.json").read_text())
-        except (OSError, ValueError):
+        if self.problem(experiment, study=study) is not None:
             return False
+        saved = json.loads((d / "config.json").read_text(encoding="utf-8"))
         return saved.get("config_hash") == config_hash(config)
 
     @contextlib.contextmanager
@@ -469,8 +475,15 @@ def publish(
 
 
 def load_result(path: Path) -> ExperimentResult:
-    """Read an experiment directory back (the book and tests use this)."""
+    """Read an experiment directory back (the book and tests use this); a damaged one is a
+    one-line SpecdecError, never a partial result."""
     path = Path(path)
+    problem = result_problem(path)
+    if problem is not None:
+        raise SpecdecError(
+            f"result {path} is damaged ({problem}): rerun its notebook (or make evaluate) to "
+            "recompute it"
+        )
     with open(path / "per_prompt.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     return ExperimentResult(

@@ -30,6 +30,7 @@ from specdec_lib.rules import INCONCLUSIVE as INCONCLUSIVE_
 from specdec_lib.rules import NOT_SUPPORTED as NOT_SUPPORTED_
 from specdec_lib.rules import NOT_TESTED
 from specdec_lib.rules import SUPPORTED as SUPPORTED_
+from specdec_lib.schema import result_problem
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EARLIER_CSV = REPO_ROOT / "book" / "data" / "earlier_study.csv"
@@ -110,8 +111,10 @@ def _read_csv(path: Path) -> pd.DataFrame:
 
 
 def load_result(path: Path) -> Result | None:
-    """The experiment at `path`, or None when any of its four files is missing or unreadable."""
+    """The experiment at `path`, or None when it is absent or damaged (schema.result_problem)."""
     path = Path(path)
+    if result_problem(path, study=True) is not None:
+        return None
     try:
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
         env = json.loads((path / "env.json").read_text(encoding="utf-8"))
@@ -129,6 +132,7 @@ class Profile:
     name: str
     root: Path
     results: dict[str, Result] = field(default_factory=dict)
+    damaged: dict[str, str] = field(default_factory=dict)  # experiment -> what is wrong
 
     def get(self, experiment: str) -> Result | None:
         return self.results.get(experiment)
@@ -159,10 +163,27 @@ def load_profile(name: str | None = None, root: Path | None = None) -> Profile:
     root = Path(root) if root is not None else results_root()
     prof = Profile(name, root)
     for e in EXPERIMENTS:
-        r = load_result(root / name / e)
+        d = root / name / e
+        problem = result_problem(d, study=True) if d.exists() else None
+        r = load_result(d) if d.exists() and problem is None else None
         if r is not None:
             prof.results[e] = r
+        elif d.exists():
+            prof.damaged[e] = problem or "unreadable"
     return prof
+
+
+def damaged_results(name: str, root: Path) -> dict[str, str]:
+    """Experiment -> what is wrong, for every result directory of the profile that exists but is
+    damaged (the book refuses to build over these)."""
+    out = {}
+    for e in EXPERIMENTS:
+        d = Path(root) / name / e
+        if d.exists():
+            problem = result_problem(d, study=True)
+            if problem is not None:
+                out[e] = problem
+    return out
 
 
 def profiles_with_results(root: Path | None = None, include: Iterable[str] = ()) -> list[str]:
@@ -249,12 +270,14 @@ def missing_note(profile: Profile, *experiments: str) -> str:
     """Markdown saying which experiments this part needs and the profile lacks."""
     lacking = profile.missing(*experiments) if experiments else list(EXPERIMENTS)
     nbs = sorted({nb for nb, names in NOTEBOOKS.items() if set(names) & set(lacking)})
+    damaged = [f"`{e}` ({profile.damaged[e]})" for e in lacking if e in profile.damaged]
     return admonition(
         f"The profile `{profile.name}` has no results for "
         f"{', '.join(f'`{e}`' for e in lacking)} (notebook{'s' if len(nbs) > 1 else ''} "
-        f"{', '.join(f'`{n}`' for n in nbs)}), so this part is left out. Run "
-        f"`make evaluate PROFILE={profile.name}` and rebuild the book.",
-        "note",
+        f"{', '.join(f'`{n}`' for n in nbs)}), so this part is left out"
+        + (f"; DAMAGED, not shown: {', '.join(damaged)}" if damaged else "")
+        + f". Run `make evaluate PROFILE={profile.name}` and rebuild the book.",
+        "warning" if damaged else "note",
     )
 
 

@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 import torch
-import yaml
 from tqdm.auto import tqdm
 
 from specdec_lib.errors import SpecdecError
@@ -69,14 +68,11 @@ EXPERIMENTS = {
 
 
 def load_profile(name: str) -> dict[str, Any]:
-    """profiles/<name>.yaml (or a path to a YAML file) as a dict."""
-    path = Path(name) if name.endswith((".yaml", ".yml")) else PROFILES / f"{name}.yaml"
-    if not path.is_file():
-        known = sorted(p.stem for p in PROFILES.glob("*.yaml"))
-        raise SpecdecError(f"no profile {name!r}: known profiles are {known}")
-    prof = yaml.safe_load(path.read_text(encoding="utf-8"))
-    prof.setdefault("name", path.stem)
-    return prof
+    """profiles/<name>.yaml (or a path to a YAML file) as a dict, checked against the typed
+    schema of `specdec_lib.profiles` (a bad value is a one-line SpecdecError, never coerced)."""
+    from specdec_lib import profiles
+
+    return profiles.load_profile(name)
 
 
 @dataclass
@@ -498,9 +494,17 @@ _CHECKPOINT = None  # the experiments.Checkpoint of the experiment `execute` is 
 
 
 def cached(S: Study, experiment: str, config: dict[str, Any]) -> ExperimentResult | None:
-    if not S.force and S.store.done(experiment, config):
-        print(f"{experiment}: reusing {rel(S.store.dir(experiment))} (same config; force to redo)")
-        res = load_result(S.store.dir(experiment))
+    """The stored result for this config when it is whole; a damaged one is said and redone."""
+    d = S.store.dir(experiment)
+    if S.force or not d.exists():
+        return None
+    problem = S.store.problem(experiment, study=True)
+    if problem is not None:
+        print(f"{experiment}: stored result {rel(d)} is damaged ({problem}); recomputing it")
+        return None
+    if S.store.done(experiment, config, study=True):
+        print(f"{experiment}: reusing {rel(d)} (same config; force to redo)")
+        res = load_result(d)
         if note := reuse_note(S, res.env):
             print(f"{experiment}: {note}")
         return res
@@ -1858,9 +1862,13 @@ def hub_reachable(timeout: float = 5.0) -> bool:
 
 def hub_models() -> list[str]:
     """Every hub id the profiles name (targets and model: drafts)."""
+    from specdec_lib import profiles
+
     ids: list[str] = []
-    for path in sorted(PROFILES.glob("*.yaml")):
-        prof = load_profile(str(path))
+    good, bad = profiles.all_profiles(PROFILES)
+    for why in bad.values():
+        print(f"skipping: {why}")
+    for prof in good:
         d = prof.get("drafts", {})
         specs = [d.get("transformer", ""), *(d.get("extra_transformers") or [])]
         for name in [
@@ -1877,7 +1885,7 @@ def download() -> int:
     weights and the full WikiText-2 too."""
     from specdec_lib.models import ensure_embedded_cache
 
-    print(f"embedded model: {ensure_embedded_cache()}")
+    print(f"embedded model: {ensure_embedded_cache(full_check=True)}")
     if not hub_reachable():
         print(
             "the Hugging Face hub is unreachable from here: skipping the hub weights "

@@ -1,0 +1,208 @@
+"""Profiles (`profiles/<name>.yaml`): read and checked against a typed schema, one line per error.
+
+`load_profile(name)` returns the profile as a plain dict, or raises a one-line SpecdecError
+naming the file, the key path and the value: a file that is not YAML or not a mapping, a missing
+target, a dtype/device/data source outside the known ones, a count that is not an integer
+(`n_prompts: 2.7`), a temperature the sampler would refuse. Nothing is coerced: what passes is
+what the config records. Keys the schema does not know are kept unchecked, so a new experiment's
+section needs no change here; inside `experiments`, keys are checked by name wherever they
+appear (`n_prompts` in `identity` as in `baseline`). `all_profiles()` reads every profile and
+returns the malformed ones separately, so one bad file never hides the others.
+
+Knows nothing about models, torch or results: it reads YAML only (the book imports it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from specdec_lib.config import MAX_K, MAX_SEED, MAX_TEMPERATURE, MIN_TEMPERATURE
+from specdec_lib.errors import SpecdecError
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILES = ROOT / "profiles"
+DTYPES = ("auto", "float32", "bfloat16", "float16", "float64")  # float64: tiny-random only
+DEVICES = ("auto", "cpu", "cuda")
+DATA_SOURCES = ("auto", "bundled", "datasets")  # data.SOURCES (a test keeps them equal)
+
+Check = Callable[[Any], str | None]  # the value -> what it must be, or None when it is fine
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _int(lo: int, hi: int | None = None) -> Check:
+    def check(x: Any) -> str | None:
+        if _is_int(x) and x >= lo and (hi is None or x <= hi):
+            return None
+        return f"an integer >= {lo}" + (f" and <= {hi}" if hi is not None else "")
+
+    return check
+
+
+def _one_of(options: tuple[str, ...]) -> Check:
+    def check(x: Any) -> str | None:
+        return None if isinstance(x, str) and x in options else f"one of {', '.join(options)}"
+
+    return check
+
+
+def _text(x: Any) -> str | None:
+    return None if isinstance(x, str) and x.strip() else "a non-empty string"
+
+
+def _mapping(x: Any) -> str | None:
+    return None if isinstance(x, dict) else "a mapping"
+
+
+def _threads(x: Any) -> str | None:
+    return None if x is None or (_is_int(x) and x >= 1) else "an integer >= 1"
+
+
+def _temperature(x: Any) -> bool:
+    return (
+        isinstance(x, (int, float))
+        and not isinstance(x, bool)
+        and (x == 0 or (math.isfinite(x) and MIN_TEMPERATURE <= x <= MAX_TEMPERATURE))
+    )
+
+
+def _list_of(item: Check, what: str, *, empty: bool = False) -> Check:
+    def check(x: Any) -> str | None:
+        if isinstance(x, list) and (x or empty) and all(item(v) is None for v in x):
+            return None
+        return f"a {'' if empty else 'non-empty '}list of {what}"
+
+    return check
+
+
+def _drafts(x: Any) -> str | None:
+    if not isinstance(x, dict):
+        return "a mapping of role -> drafter spec"
+    for v in x.values():
+        if not (
+            v is None
+            or _text(v) is None
+            or (isinstance(v, list) and all(_text(spec) is None for spec in v))
+        ):
+            return "a mapping of role -> drafter spec (or a list of specs)"
+    return None
+
+
+TOP: dict[str, Check] = {
+    "name": _text,
+    "target": _text,
+    "dtype": _one_of(DTYPES),
+    "device": _one_of(DEVICES),
+    "data_source": _one_of(DATA_SOURCES),
+    "seed": _int(0, MAX_SEED),
+    "threads": _threads,
+    "k": _int(1, MAX_K),
+    "warmup": _int(0),
+    "tiny": _mapping,
+    "drafts": _drafts,
+    "experiments": _mapping,
+}
+REQUIRED = ("target", "drafts", "experiments")
+
+# inside `experiments`, by key name at any depth
+BY_NAME: dict[str, Check] = {
+    **{
+        key: _int(0)
+        for key in (
+            "n_prompts",
+            "context_tokens",
+            "max_new_tokens",
+            "continuation_tokens",
+            "n_samples",
+            "anchor_min",
+        )
+    },
+    **{key: _int(1, MAX_K) for key in ("k_start", "k_min", "k_max")},
+    "contexts": _list_of(_int(1), "integers >= 1"),
+    "ks": _list_of(_int(1, MAX_K), f"integers in [1, {MAX_K}]"),
+    "temperatures": _list_of(
+        lambda t: None if _temperature(t) else "t",
+        f"temperatures (0, or in [{MIN_TEMPERATURE:g}, {MAX_TEMPERATURE:g}])",
+    ),
+    "dtypes": _list_of(_one_of(DTYPES), f"dtypes ({', '.join(DTYPES)})", empty=True),
+}
+AT_LEAST_ONE = ("n_prompts", "max_new_tokens")  # directly under an experiment
+
+
+def _fail(where: str, key: str, must: str, value: Any) -> SpecdecError:
+    return SpecdecError(f"profile {where}: {key} must be {must}, got {value!r}")
+
+
+def _check_section(where: str, path: str, section: dict[str, Any], top: bool) -> None:
+    for key, value in section.items():
+        full = f"{path}.{key}"
+        check = BY_NAME.get(str(key))
+        must = check(value) if check else None
+        if must is None and top and key in AT_LEAST_ONE and value == 0:
+            must = "an integer >= 1"
+        if must is not None:
+            raise _fail(where, full, must, value)
+        if isinstance(value, dict):
+            _check_section(where, full, value, False)
+
+
+def validate(prof: Any, where: str) -> dict[str, Any]:
+    """The profile when it fits the schema; else a one-line SpecdecError naming key and value."""
+    if not isinstance(prof, dict):
+        raise SpecdecError(f"profile {where} must be a mapping of keys, not {type(prof).__name__}")
+    for key in REQUIRED:
+        if key not in prof:
+            raise SpecdecError(f"profile {where} has no {key!r}")
+    for key, check in TOP.items():
+        if key in prof:
+            must = check(prof[key])
+            if must is not None:
+                raise _fail(where, key, must, prof[key])
+    for name, section in prof["experiments"].items():
+        if not isinstance(section, dict):
+            raise _fail(where, f"experiments.{name}", "a mapping", section)
+        _check_section(where, f"experiments.{name}", section, True)
+    return prof
+
+
+def profile_path(name: str) -> Path:
+    return Path(name) if name.endswith((".yaml", ".yml")) else PROFILES / f"{name}.yaml"
+
+
+def load_profile(name: str) -> dict[str, Any]:
+    """profiles/<name>.yaml (or a path to a YAML file) as a checked dict."""
+    path = profile_path(name)
+    if not path.is_file():
+        known = sorted(p.stem for p in PROFILES.glob("*.yaml"))
+        raise SpecdecError(f"no profile {name!r}: known profiles are {known}")
+    where = repr(str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path))
+    try:
+        prof = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        why = getattr(e, "problem", None) or type(e).__name__
+        raise SpecdecError(f"profile {where} is not valid YAML{at}: {why}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecdecError(f"profile {where} cannot be read ({type(e).__name__})") from None
+    validate(prof, where)
+    prof.setdefault("name", path.stem)
+    return prof
+
+
+def all_profiles(folder: Path | None = None) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """(every valid profile in folder, file name -> one-line error for each malformed one)."""
+    good, bad = [], {}
+    for path in sorted(Path(folder or PROFILES).glob("*.yaml")):
+        try:
+            good.append(load_profile(str(path)))
+        except SpecdecError as e:
+            bad[path.name] = str(e)
+    return good, bad

@@ -1,0 +1,95 @@
+"""Is a result directory whole? The layout of results/SCHEMA.md as read-only checks.
+
+`result_problem(path)` returns why `<results>/<profile>/<experiment>/` cannot be used, in a few
+words (None when it can): a required file missing or unreadable, a JSON file that is not an
+object of the expected shape, a per_prompt.csv without a header, without rows or with a short
+(truncated) row. `study=True` adds what every study experiment writes (experiment and profile
+names matching the directory, a headline, a `prompt` column), which the reuse check and the book
+rely on. A damaged directory is recomputed by the batch and never rendered by the book.
+
+Knows nothing about torch, models, notebooks or how a result was computed: it reads files only.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+REQUIRED_FILES = ("config.json", "env.json", "summary.json", "per_prompt.csv")
+_HASH = re.compile(r"[0-9a-f]{16}")
+
+
+def _json_object(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    name = path.name
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, f"{name} is missing"
+    except OSError as e:
+        return None, f"{name} cannot be read ({e.strerror or type(e).__name__})"
+    except ValueError:
+        return None, f"{name} is not valid JSON"
+    if not isinstance(data, dict):
+        return None, f"{name} holds a {type(data).__name__}, not an object"
+    if not data:
+        return None, f"{name} is empty"
+    return data, None
+
+
+def _csv_problem(path: Path, study: bool) -> str | None:
+    name = path.name
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if not header:
+                return f"{name} has no header"
+            n = 0
+            for n, row in enumerate(reader, start=1):
+                if len(row) != len(header):
+                    return f"{name} row {n} has {len(row)} fields, the header {len(header)}"
+    except FileNotFoundError:
+        return f"{name} is missing"
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        return f"{name} cannot be read ({getattr(e, 'strerror', None) or type(e).__name__})"
+    if n == 0:
+        return f"{name} has no rows"
+    if study and "prompt" not in header:
+        return f"{name} has no 'prompt' column"
+    return None
+
+
+def result_problem(path: Path, *, study: bool = False) -> str | None:
+    """Why the result directory at path is unusable, or None when it is whole."""
+    path = Path(path)
+    if not path.is_dir():
+        return "it does not exist"
+    config, problem = _json_object(path / "config.json")
+    if problem:
+        return problem
+    assert config is not None
+    if not isinstance(config.get("config_hash"), str) or not _HASH.fullmatch(config["config_hash"]):
+        return "config.json has no config_hash of 16 hex digits"
+    env, problem = _json_object(path / "env.json")
+    if problem:
+        return problem
+    summary, problem = _json_object(path / "summary.json")
+    if problem:
+        return problem
+    assert summary is not None
+    for what, data in (("config.json", config), ("summary.json", summary)):
+        if "experiment" in data and data["experiment"] != path.name:
+            return f"{what} names experiment {data['experiment']!r}, not {path.name!r}"
+    if study:
+        for key, kind in (("experiment", str), ("profile", str), ("headline", dict)):
+            if not isinstance(summary.get(key), kind):
+                return f"summary.json has no {key!r} ({kind.__name__})"
+        if summary["profile"] != path.parent.name or config.get("profile") != path.parent.name:
+            return f"config.json or summary.json names another profile than {path.parent.name!r}"
+        for key, kind in (("arms", dict), ("table", list), ("roles", dict)):
+            if key in summary and not isinstance(summary[key], kind):
+                return f"summary.json's {key!r} is not a {kind.__name__}"
+    return _csv_problem(path / "per_prompt.csv", study)

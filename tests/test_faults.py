@@ -588,3 +588,13 @@ def test_make_evaluate_runs_its_notebooks_and_book_under_the_batch_lock():
     assert "_evaluate-locked" in evaluate
     locked = text.split("\n_evaluate-locked:", 1)[1].split("\n\n", 1)[0]
     assert "papermill" in locked and "book" in locked
+
+
+@pytest.mark.parametrize(
+    ("draft", "needle"),
+    [("self:²", "'self:²'"), ("self:١", "'self:١'"), ("model:.", "'.'"), ("model:", "'model:'")],
+)
+def test_bad_drafter_specs_are_one_line(capsys, tiny_dir, draft, needle):
+    code, out, err = run_cli(capsys, *tiny_args(tiny_dir, "--prompt", "the cat", "--draft", draft))
+    assert code == 2 and out == ""
+    assert needle in one_line_error(err)

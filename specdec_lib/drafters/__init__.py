@@ -71,7 +71,7 @@ def check_drafter_spec(spec: str) -> tuple[str, list[str]]:
     if kind in ("self", "shared", "tree"):
         args = rest.split(":") if rest else []
         if len(args) <= (1 if kind == "shared" else 2) and all(
-            a.isdigit() and int(a) > 0 for a in args
+            a.isascii() and a.isdigit() and int(a) > 0 for a in args
         ):
             return kind, args
     raise SpecdecError(f"unknown drafter {spec!r}; allowed: {ALLOWED}")

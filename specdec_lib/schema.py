@@ -4,8 +4,9 @@
 words (None when it can): a required file missing or unreadable, a JSON file that is not an
 object of the expected shape, a per_prompt.csv without a header, without rows or with a short
 (truncated) row. `study=True` adds what every study experiment writes (experiment and profile
-names matching the directory, a headline, a `prompt` column), which the reuse check and the book
-rely on. A damaged directory is recomputed by the batch and never rendered by the book.
+names, the experiment matching the directory, a headline, a `prompt` column), which the reuse
+check and the book rely on. A damaged directory is recomputed by the batch and never rendered
+by the book.
 
 Knows nothing about torch, models, notebooks or how a result was computed: it reads files only.
 """
@@ -87,8 +88,6 @@ def result_problem(path: Path, *, study: bool = False) -> str | None:
         for key, kind in (("experiment", str), ("profile", str), ("headline", dict)):
             if not isinstance(summary.get(key), kind):
                 return f"summary.json has no {key!r} ({kind.__name__})"
-        if summary["profile"] != path.parent.name or config.get("profile") != path.parent.name:
-            return f"config.json or summary.json names another profile than {path.parent.name!r}"
         for key, kind in (("arms", dict), ("table", list), ("roles", dict)):
             if key in summary and not isinstance(summary[key], kind):
                 return f"summary.json's {key!r} is not a {kind.__name__}"

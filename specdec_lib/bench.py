@@ -56,13 +56,13 @@ import numpy as np
 import torch
 
 from specdec_lib import runtime
+from specdec_lib.analysis import stats
 from specdec_lib.cache import CachedLM
 from specdec_lib.config import SamplingConfig, SpecConfig
 from specdec_lib.drafters import SELF_KEEP, SELF_LAYERS, BigramDrafter, Drafter, NgramDrafter
 from specdec_lib.errors import SpecdecError
 from specdec_lib.experiments import BASELINE, Arm, Method, run_paired, summarize
 from specdec_lib.generate import Generator, fit_ids_for
-from specdec_lib.metrics import paired_speedup
 from specdec_lib.models import LoadedModel, load_model
 from specdec_lib.peers import HFGenerator
 
@@ -405,11 +405,9 @@ def _walls(rows, method: str) -> np.ndarray:
     return np.array([r["wall_s"] for r in rs], dtype=float)
 
 
-def _ratio(rows, slow: str, fast: str) -> dict[str, float]:
+def _ratio(rows, slow: str, fast: str) -> dict[str, Any]:
     """How many times faster `fast` is than `slow` (ratio of total times, paired CI)."""
-    b, m = _walls(rows, slow), _walls(rows, fast)
-    v, lo, hi = paired_speedup(b, m)
-    return {"value": v, "ci_low": lo, "ci_high": hi, "n": int(b.size)}
+    return stats.paired_speedup(_walls(rows, slow), _walls(rows, fast)).as_dict()
 
 
 def _with_n(o: Any, n: int) -> Any:

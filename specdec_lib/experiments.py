@@ -8,7 +8,8 @@ hits all methods alike. Results land in `<results>/<profile>/<experiment>/`:
     config.json     the experiment's config and its hash
     env.json        versions, hardware, dtype, git commit
     per_prompt.csv  one row per prompt and method
-    summary.json    medians with bootstrap 95% CIs, paired speedups, pooled acceptance
+    summary.json    medians with bootstrap 95% CIs (n and method beside each), paired speedups,
+                    pooled acceptance
     figures/        whatever the notebook drew
 
 The directory is built under a temporary name and renamed into place, so it is complete or
@@ -39,11 +40,12 @@ from filelock import FileLock
 from tqdm.auto import tqdm
 
 from specdec_lib import theory
+from specdec_lib.analysis import stats
 from specdec_lib.cache import check_finite
 from specdec_lib.config import SamplingConfig, SpecConfig, config_hash
 from specdec_lib.errors import SpecdecError
 from specdec_lib.generate import Generator
-from specdec_lib.metrics import bootstrap_ci, first_divergence, paired_speedup, repeated_ngram_share
+from specdec_lib.metrics import first_divergence, repeated_ngram_share
 from specdec_lib.schema import result_problem
 from specdec_lib.tracking import scrub
 
@@ -215,21 +217,16 @@ def pooled_histogram(rows: Sequence[dict[str, Any]], k: int) -> list[int]:
     return hist.tolist()
 
 
-def ci_dict(values: Sequence[float]) -> dict[str, float]:
-    est, lo, hi = bootstrap_ci(values)
-    return {"median": est, "ci_low": lo, "ci_high": hi}
+def ci_dict(values: Sequence[float]) -> dict[str, Any]:
+    """The median over prompts with its bootstrap interval, n and method."""
+    return stats.median(values).as_dict("median")
 
 
-def _ratio_ci(num: np.ndarray, den: np.ndarray, seed: int = 0) -> dict[str, float]:
-    """Pooled ratio sum(num)/sum(den) with a bootstrap CI over prompts."""
+def _ratio_ci(num: np.ndarray, den: np.ndarray) -> dict[str, Any]:
+    """Pooled ratio sum(num)/sum(den) with a paired bootstrap interval over prompts."""
     if den.sum() == 0:
-        return {"value": float("nan"), "ci_low": float("nan"), "ci_high": float("nan")}
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, num.size, size=(2000, num.size))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        boots = num[idx].sum(1) / den[idx].sum(1)
-    lo, hi = np.nanquantile(boots, [0.025, 0.975])
-    return {"value": float(num.sum() / den.sum()), "ci_low": float(lo), "ci_high": float(hi)}
+        return stats.Interval(math.nan, math.nan, math.nan, int(num.size), "none").as_dict()
+    return stats.pooled_ratio(num, den).as_dict()
 
 
 def summarize(rows: Sequence[dict[str, Any]], baseline: str = BASELINE) -> dict[str, Any]:
@@ -270,8 +267,7 @@ def summarize(rows: Sequence[dict[str, Any]], baseline: str = BASELINE) -> dict[
             s["verify_s_per_call"] = float(verify_s.sum() / calls.sum()) if calls.sum() else None
         if base is not None and m != baseline and len(base) == len(rs):
             b_wall = np.array([r["wall_s"] for r in base])
-            sp, lo, hi = paired_speedup(b_wall, wall)
-            s["speedup"] = {"value": sp, "ci_low": lo, "ci_high": hi}
+            s["speedup"] = stats.paired_speedup(b_wall, wall).as_dict()
             s["speedup_per_prompt"] = ci_dict((b_wall / wall).tolist())
             b_tokens = np.array([r["new_tokens"] for r in base], dtype=float)
             step_s = float(b_wall.sum() / b_tokens.sum()) if b_tokens.sum() else None

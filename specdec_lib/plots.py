@@ -347,21 +347,35 @@ def sampling_speedup(summary: dict[str, Any], path: Path) -> None:
 def distribution_check(summary: dict[str, Any], path: Path) -> None:
     checks = summary["distribution_check"]
     temps = list(checks)
+    methods = [m for m in checks[temps[0]] if isinstance(checks[temps[0]][m], dict)]
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     x = np.arange(len(temps))
-    for j, m in enumerate(("speculative", "baseline")):
+    w = 0.8 / max(len(methods), 1)
+    for j, m in enumerate(methods):
         v = [checks[t][m]["tvd"] or 0.0 for t in temps]
-        bars = ax.bar(x + 0.4 * j, v, width=0.4, label=m)
+        bars = ax.bar(x + w * j, v, width=w, label=m)
         for b, t in zip(bars, temps, strict=True):
             p = checks[t][m]["p_value"]
             ax.annotate(
                 "p=n/a" if p is None else f"p={p:.2f}",
-                (b.get_x() + 0.2, b.get_height()),
+                (b.get_x() + w / 2, b.get_height()),
                 ha="center",
                 va="bottom",
                 fontsize=10,
             )
-    ax.set_xticks(x + 0.2)
+    for t_i, t in enumerate(temps):  # the smallest TVD the check detects (80% power)
+        dt = [checks[t][m].get("detectable_tvd") for m in methods]
+        dt = [d for d in dt if d is not None]
+        if dt:
+            ax.hlines(
+                max(dt),
+                t_i - w / 2,
+                t_i + w * (len(methods) - 0.5),
+                colors="k",
+                lw=1,
+                label="detectable TVD (80% power)" if t_i == 0 else None,
+            )
+    ax.set_xticks(x + w * (len(methods) - 1) / 2)
     ax.set_xticklabels([f"T={t}" for t in temps])
     ax.set_ylabel("TVD, empirical vs exact")
     ax.set_title("first sampled token vs target (chi-square p)")

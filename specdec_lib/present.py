@@ -114,19 +114,20 @@ def fmt(x: Any, kind: str = "") -> str:
     return f"{x:.2f}" if isinstance(x, float) else str(x)
 
 
-def interval(point: Any, lo: Any, hi: Any, kind: str = "") -> str:
-    """'1.06x [0.89x, 1.21x]'; just the point when the interval is missing."""
+def interval(point: Any, lo: Any, hi: Any, kind: str = "", n: Any = None) -> str:
+    """'1.06x [0.89x, 1.21x], n=20'; just the point when the interval is missing."""
     if not _finite(point):
         return DASH
     if _finite(lo) and _finite(hi):
-        return f"{fmt(point, kind)} [{fmt(lo, kind)}, {fmt(hi, kind)}]"
+        tail = f", n={int(n)}" if _finite(n) else ""
+        return f"{fmt(point, kind)} [{fmt(lo, kind)}, {fmt(hi, kind)}]{tail}"
     return fmt(point, kind)
 
 
 def _ci(d: Any, kind: str) -> str:
     if isinstance(d, dict):
         return interval(d.get("value", d.get("median", d.get("mean"))), d.get("ci_low"),
-                        d.get("ci_high"), kind)  # fmt: skip
+                        d.get("ci_high"), kind, d.get("n"))  # fmt: skip
     return fmt(d, kind)
 
 
@@ -151,7 +152,8 @@ def table_rows(table: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
                 continue
             lo = t.get(f"{col}_ci_low", t.get("ci_low") if col == "agreement" else None)
             hi = t.get(f"{col}_ci_high", t.get("ci_high") if col == "agreement" else None)
-            row[head] = interval(t[col], lo, hi, kind) if _finite(t[col]) else fmt(t[col], kind)
+            n = t.get("n_prompts")
+            row[head] = interval(t[col], lo, hi, kind, n) if _finite(t[col]) else fmt(t[col], kind)
         out.append(row)
     keep = [h for h in dict.fromkeys(h for r in out for h in r) if any(r[h] != DASH for r in out)]
     return [{h: r.get(h, DASH) for h in keep} for r in out]
@@ -297,14 +299,17 @@ def _extra_tables(summary: dict) -> list[str]:
     if checks := summary.get("distribution_check"):
         rows = []
         for t, chk in checks.items():
-            for m in ("speculative", "baseline"):
-                c = chk.get(m) or {}
+            for m, c in chk.items():
+                if not isinstance(c, dict):
+                    continue
                 rows.append({
                     "temperature": t, "sampler": m,
                     "prompts x samples": f"{chk.get('n_prompts')} x "
                     f"{chk.get('n_samples_per_prompt')}",
                     "TVD": fmt(c.get("tvd"), ""), "chi-square": fmt(c.get("chi2"), ""),
                     "dof": fmt(c.get("dof"), "n"), "p": fmt(c.get("p_value"), ""),
+                    "detectable TVD (80% power)": fmt(c.get("detectable_tvd"), ""),
+                    "TVD if unverified": fmt(c.get("tvd_unverified"), ""),
                 })  # fmt: skip
         out.append("First sampled token against the target's exact distribution:\n\n"
                    + md_table(rows))  # fmt: skip

@@ -26,11 +26,13 @@ import numpy as np
 import pandas as pd
 
 from specdec_lib import rules
+from specdec_lib.analysis import stats
 from specdec_lib.rules import INCONCLUSIVE as INCONCLUSIVE_
 from specdec_lib.rules import NOT_SUPPORTED as NOT_SUPPORTED_
 from specdec_lib.rules import NOT_TESTED
 from specdec_lib.rules import SUPPORTED as SUPPORTED_
 from specdec_lib.schema import result_problem
+from specdec_lib.theory import a_from_rate, rate_from_a  # noqa: F401 - the book's math chapter
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EARLIER_CSV = REPO_ROOT / "book" / "data" / "earlier_study.csv"
@@ -230,8 +232,18 @@ def central(d: Any) -> float:
     return _f(d)
 
 
-def ci(d: Any, nd: int = 2, scale: float = 1.0, suffix: str = "") -> str:
-    """'1.23 [1.10, 1.35]' from a {value|median, ci_low, ci_high} dict."""
+def interval_n(d: Any) -> int | None:
+    """The n an interval dict rests on ("n", else the "n_prompts" written beside it)."""
+    if not isinstance(d, dict):
+        return None
+    n = d.get("n", d.get("n_prompts"))
+    return int(n) if finite(n) else None
+
+
+def ci(d: Any, nd: int = 2, scale: float = 1.0, suffix: str = "", n: Any = None) -> str:
+    """'1.23 [1.10, 1.35], n=20' from a {value|median, ci_low, ci_high[, n]} dict: the n beside
+    the interval is the dict's own, else the n given (e.g. the arm's prompts, for result files
+    written before intervals carried their n)."""
     if not isinstance(d, dict):
         return num(_f(d) * scale, nd, suffix)
     v, lo, hi = (central(d), _f(d.get("ci_low")), _f(d.get("ci_high")))
@@ -239,11 +251,14 @@ def ci(d: Any, nd: int = 2, scale: float = 1.0, suffix: str = "") -> str:
         return "n/a"
     if not (finite(lo) and finite(hi)):
         return num(v * scale, nd, suffix)
-    return f"{_r(v * scale, nd)}{suffix} [{_r(lo * scale, nd)}, {_r(hi * scale, nd)}]"
+    own = interval_n(d)
+    n = own if own is not None else (int(_f(n)) if finite(n) else None)
+    tail = f", n={n}" if n is not None else ""
+    return f"{_r(v * scale, nd)}{suffix} [{_r(lo * scale, nd)}, {_r(hi * scale, nd)}]{tail}"
 
 
-def ci_pct(d: Any, nd: int = 1) -> str:
-    return ci(d, nd, 100.0, "%")
+def ci_pct(d: Any, nd: int = 1, n: Any = None) -> str:
+    return ci(d, nd, 100.0, "%", n)
 
 
 def md_table(df: pd.DataFrame) -> str:
@@ -330,21 +345,6 @@ def earlier_drop(df: pd.DataFrame | None = None, lo: int = 10, hi: int = 100) ->
     return {"context_lo": lo, "context_hi": hi, "acc_lo": a_lo, "acc_hi": a_hi, "drop": a_lo - a_hi}
 
 
-def rate_from_a(a: float, k: int) -> float:
-    """The acceptance rate accepted/proposed that i.i.d. per-token acceptance a gives when every
-    call drafts K (rules.implied_acceptance, the book's formula)."""
-    return rules.implied_acceptance(a, k)
-
-
-def a_from_rate(rate: float, k: int) -> float:
-    """Invert rate_from_a by bisection (it increases with a)."""
-    lo, hi = 0.0, 1.0
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if rate_from_a(mid, k) < rate else (lo, mid)
-    return (lo + hi) / 2
-
-
 # --------------------------------------------------------------------------------------------
 # roles, sweeps and per-prompt statistics
 
@@ -396,34 +396,33 @@ def paired_frame(rows: pd.DataFrame, method: str, contexts: Sequence[int]) -> pd
     return wide.dropna()
 
 
-def _boot_idx(n: int, seed: int = SEED) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, n, size=(N_BOOT, n))
+def _ratio_change(a_num, a_den, b_num, b_den, axis=-1):
+    """(sum b_num / sum b_den) / (sum a_num / sum a_den), vectorised for the bootstrap."""
+    return (b_num.sum(axis) / b_den.sum(axis)) / (a_num.sum(axis) / a_den.sum(axis))
 
 
-def _interval(point: float, boots: np.ndarray) -> dict[str, float]:
-    boots = boots[np.isfinite(boots)]
-    if boots.size == 0 or not math.isfinite(point):
-        return {"value": point, "ci_low": math.nan, "ci_high": math.nan}
-    lo, hi = np.quantile(boots, [0.025, 0.975])
-    return {"value": float(point), "ci_low": float(lo), "ci_high": float(hi)}
+def _rate_change(a_num, a_den, b_num, b_den, axis=-1):
+    """(sum b_num / sum b_den) - (sum a_num / sum a_den), vectorised for the bootstrap."""
+    return b_num.sum(axis) / b_den.sum(axis) - a_num.sum(axis) / a_den.sum(axis)
+
+
+def _nan_interval(**extra: Any) -> dict[str, Any]:
+    return {"value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n": 0, **extra}
 
 
 def growth(rows: pd.DataFrame, method: str, c0: int, c1: int, per_token: bool = True) -> dict:
     """How much slower an arm is at context c1 than at c0: ratio of total seconds (per token if
-    per_token), with a bootstrap CI resampling the same prompts at both contexts."""
+    per_token), with a paired bootstrap CI resampling the same prompts at both contexts."""
     w = paired_frame(rows, method, [c0, c1])
     if w.empty:
-        return {"value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n_prompts": 0}
+        return _nan_interval(n_prompts=0)
     a, b = w["wall_s"][c0].to_numpy(float), w["wall_s"][c1].to_numpy(float)
     if per_token:
         ta, tb = w["new_tokens"][c0].to_numpy(float), w["new_tokens"][c1].to_numpy(float)
     else:
         ta = tb = np.ones_like(a)
-    idx = _boot_idx(a.size)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        boots = (b[idx].sum(1) / tb[idx].sum(1)) / (a[idx].sum(1) / ta[idx].sum(1))
-    point = (b.sum() / tb.sum()) / (a.sum() / ta.sum())
-    return {**_interval(point, boots), "n_prompts": int(a.size)}
+    iv = stats.bootstrap([a, ta, b, tb], _ratio_change)
+    return {**iv.as_dict(), "n_prompts": iv.n}
 
 
 def acceptance_change(rows: pd.DataFrame, method: str, c0: int, c1: int) -> dict:
@@ -431,19 +430,13 @@ def acceptance_change(rows: pd.DataFrame, method: str, c0: int, c1: int) -> dict
     paired bootstrap CI; plus the two pooled values."""
     w = paired_frame(rows, method, [c0, c1])
     if w.empty or "proposed" not in w:
-        return {"value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n_prompts": 0}
+        return _nan_interval(n_prompts=0)
     acc0, acc1 = w["accepted"][c0].to_numpy(float), w["accepted"][c1].to_numpy(float)
     pr0, pr1 = w["proposed"][c0].to_numpy(float), w["proposed"][c1].to_numpy(float)
-    idx = _boot_idx(acc0.size)
+    iv = stats.bootstrap([acc0, pr0, acc1, pr1], _rate_change)
     with np.errstate(invalid="ignore", divide="ignore"):
-        boots = acc1[idx].sum(1) / pr1[idx].sum(1) - acc0[idx].sum(1) / pr0[idx].sum(1)
         a0, a1 = acc0.sum() / pr0.sum(), acc1.sum() / pr1.sum()
-    return {
-        **_interval(a1 - a0, boots),
-        "at_c0": float(a0),
-        "at_c1": float(a1),
-        "n_prompts": int(acc0.size),
-    }
+    return {**iv.as_dict(), "at_c0": float(a0), "at_c1": float(a1), "n_prompts": iv.n}
 
 
 def prompt_swap_change(rows: pd.DataFrame, method: str, c0: int, c1: int) -> dict:
@@ -562,6 +555,7 @@ def _study_row(label: str, context: int, r: pd.Series, ref_wall: float, is_base:
         "value": r.get("speedup"),
         "ci_low": r.get("speedup_ci_low"),
         "ci_high": r.get("speedup_ci_high"),
+        "n": r.get("n_prompts"),
     }
     return {
         "strategy": label,
@@ -612,7 +606,9 @@ def _study_table_single(p: Profile) -> pd.DataFrame | None:
                 "acceptance": pct(central(s.get("acceptance_rate"))),
                 "time": num(s.get("total_wall_s"), 2, " s"),
                 EARLIER_WAY: num(central(s.get("speedup")), 2, "x"),
-                "speedup, paired (95% CI)": ci(s.get("speedup"), 2, suffix="x"),
+                "speedup, paired (95% CI)": ci(
+                    s.get("speedup"), 2, suffix="x", n=s.get("n_prompts")
+                ),
                 "baseline at this context": num(b.get("total_wall_s"), 2, " s"),
             }
         )
@@ -644,9 +640,11 @@ def headline_table(p: Profile) -> pd.DataFrame | None:
                     "arm (experiment)": f"{arm} ({exp})",
                     "K": str(s.get("k")),
                     "prompts": str(s.get("n_prompts")),
-                    "speedup": ci(s.get("speedup"), 2, suffix="x"),
-                    "acceptance rate": ci_pct(s.get("acceptance_rate")),
-                    "mean accepted length": ci(s.get("mean_accepted_length"), 2),
+                    "speedup": ci(s.get("speedup"), 2, suffix="x", n=s.get("n_prompts")),
+                    "acceptance rate": ci_pct(s.get("acceptance_rate"), n=s.get("n_prompts")),
+                    "mean accepted length": ci(
+                        s.get("mean_accepted_length"), 2, n=s.get("n_prompts")
+                    ),
                     "c": num(s.get("cost_ratio"), 3),
                     "identical": pct(s.get("identical_fraction"), 0),
                 }
@@ -668,6 +666,7 @@ def k_sweep_table(p: Profile) -> pd.DataFrame | None:
                     {"value": r.speedup, "ci_low": r.speedup_ci_low, "ci_high": r.speedup_ci_high},
                     2,
                     suffix="x",
+                    n=getattr(r, "n_prompts", res.config.get("n_prompts")),
                 )
                 for r in t.itertuples()
             ],
@@ -682,22 +681,20 @@ def k_sweep_table(p: Profile) -> pd.DataFrame | None:
 
 
 def sampling_table(p: Profile) -> pd.DataFrame | None:
+    """Per temperature and arm: the paired speedup, the acceptance rate, and the first-token
+    distribution check (TVD, chi-square p, samples, and the smallest TVD the check detects)."""
     res = p.get("sampling")
     if res is None or not res.summary.get("table"):
         return None
     t = pd.DataFrame(res.summary["table"])
     dist = res.summary.get("distribution_check") or {}
-    checked = role_arm(res, "transformer")  # the arm whose distribution is checked
+    checked = role_arm(res, "transformer")  # results written before every arm was checked
     out = []
     for r in t.itertuples():
         d = by_float_key(dist, r.temperature) or {}
         is_spec = r.method != BASELINE
-        if not is_spec:
-            chk = d.get("baseline", {})
-        elif r.method == checked:
-            chk = d.get("speculative", {})
-        else:
-            chk = {}
+        chk = d.get(r.method) or (d.get("speculative") if r.method == checked else None) or {}
+        n_samples = chk.get("n_samples", _f(d.get("n_samples_per_prompt")) * _f(d.get("n_prompts")))
         out.append(
             {
                 "temperature": num(r.temperature, 1),
@@ -712,10 +709,14 @@ def sampling_table(p: Profile) -> pd.DataFrame | None:
                     },
                     2,
                     suffix="x",
+                    n=getattr(r, "n_prompts", res.config.get("n_prompts")),
                 ),
                 "acceptance rate": "-" if not is_spec else pct(r.acceptance_rate, 1),
+                "first-token samples": num(n_samples, 0) if chk else "-",
                 "first-token TVD": num(chk.get("tvd"), 3) if chk else "-",
                 "chi-square p": num(chk.get("p_value"), 3) if chk else "-",
+                "detectable TVD (80% power)": num(chk.get("detectable_tvd"), 3) if chk else "-",
+                "TVD if unverified": num(chk.get("tvd_unverified"), 3) if chk and is_spec else "-",
             }
         )
     return pd.DataFrame(out)
@@ -752,6 +753,7 @@ def peers_table(p: Profile) -> pd.DataFrame | None:
                         "ci_high": r.get("tokens_per_s_ci_high"),
                     },
                     1,
+                    n=r.get("n_prompts", res.config.get("n_prompts")),
                 ),
                 "speedup vs our baseline": ci(
                     {
@@ -761,6 +763,7 @@ def peers_table(p: Profile) -> pd.DataFrame | None:
                     },
                     2,
                     suffix="x",
+                    n=r.get("n_prompts", res.config.get("n_prompts")),
                 ),
                 "speedup vs HF greedy": num(r.get("speedup_vs_hf_greedy"), 2, "x"),
                 "identical to our greedy": pct(r.get("identical_to_baseline"), 0),
@@ -1012,15 +1015,12 @@ def extra_growth(on: pd.DataFrame, off: pd.DataFrame, c0: int, c1: int) -> dict:
     (a0, n0), (a1, n1) = per_token(a, c0), per_token(a, c1)
     (b0, m0), (b1, m1) = per_token(b, c0), per_token(b, c1)
 
-    def q(ix: Any) -> Any:
-        g_on = (a1[ix].sum(-1) / n1[ix].sum(-1)) / (a0[ix].sum(-1) / n0[ix].sum(-1))
-        g_off = (b1[ix].sum(-1) / m1[ix].sum(-1)) / (b0[ix].sum(-1) / m0[ix].sum(-1))
+    def q(a0, n0, a1, n1, b0, m0, b1, m1, axis=-1):
+        g_on = (a1.sum(axis) / n1.sum(axis)) / (a0.sum(axis) / n0.sum(axis))
+        g_off = (b1.sum(axis) / m1.sum(axis)) / (b0.sum(axis) / m0.sum(axis))
         return g_off / g_on
 
-    point = float(q(np.arange(len(common))))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        boots = q(_boot_idx(len(common)))
-    return {**_interval(point, boots), "n": len(common)}
+    return stats.bootstrap([a0, n0, a1, n1, b0, m0, b1, m1], q).as_dict()
 
 
 def h1_recomputation(p: Profile) -> Verdict:
@@ -1263,6 +1263,12 @@ def sweep_primary(res: Result | None) -> str | None:
     if prim in arms and prim in kinds and not kinds[prim].startswith("shares"):
         return prim
     return None
+
+
+def _agreement_n(res: Result, arm: str) -> int | None:
+    """The documents behind an agreement change, for results written before it carried its n."""
+    ns = [t.get("n_prompts") for t in res.summary.get("table") or [] if t.get("draft") == arm]
+    return int(min(ns)) if ns and all(finite(x) for x in ns) else None
 
 
 def h4_prompt_confound(p: Profile) -> Verdict:

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from specdec_lib.analysis import stats
 from specdec_lib.errors import SpecdecError
 from specdec_lib.experiments import (
     BASELINE,
@@ -41,7 +42,6 @@ from specdec_lib.experiments import (
     run_paired,
     summarize,
 )
-from specdec_lib.metrics import bootstrap_ci, paired_speedup
 from specdec_lib.runtime import current as current_runtime
 from specdec_lib.runtime import env_threads
 from specdec_lib.runtime import setup as setup_runtime
@@ -939,7 +939,7 @@ def sweep_summary(rows: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, 
             acc = s.get("acceptance_rate") or {}
             w = walls(c, m)
             n = min(len(w), len(ref_wall))  # a context with fewer prompts has the first ones
-            es = paired_speedup(ref_wall[:n], w[:n])
+            es = stats.paired_speedup(ref_wall[:n], w[:n])
             table.append(
                 {
                     "context": c,
@@ -956,9 +956,10 @@ def sweep_summary(rows: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, 
                     "speedup": sp.get("value"),
                     "speedup_ci_low": sp.get("ci_low"),
                     "speedup_ci_high": sp.get("ci_high"),
-                    "earlier_style_speedup": es[0],
-                    "earlier_style_speedup_ci_low": es[1],
-                    "earlier_style_speedup_ci_high": es[2],
+                    "earlier_style_speedup": es.value,
+                    "earlier_style_speedup_ci_low": es.low,
+                    "earlier_style_speedup_ci_high": es.high,
+                    "earlier_style_speedup_ci_method": es.method,
                     "acceptance_rate": acc.get("value"),
                     "acceptance_rate_ci_low": acc.get("ci_low"),
                     "acceptance_rate_ci_high": acc.get("ci_high"),
@@ -1253,27 +1254,15 @@ def _implied(a: np.ndarray, k: int) -> np.ndarray:
 def _paired_mean_change(lo: np.ndarray, hi: np.ndarray, k: int) -> dict[str, dict[str, float]]:
     """The change hi - lo (documents paired) of the mean agreement and of the acceptance it
     implies at K = k, each with a bootstrap 95% interval resampling documents."""
-    idx = np.arange(lo.size)
-
-    def stat(f):
-        def s(ix, axis=None):
-            ix = np.asarray(ix, dtype=int)
-            if ix.ndim == 1:
-                return f(lo[ix].mean(), hi[ix].mean())
-            return f(lo[ix].mean(axis=1), hi[ix].mean(axis=1))
-
-        return s
-
     out = {}
     for key, f in (
         ("agreement", lambda a, b: b - a),
-        (
-            "implied_acceptance",
-            lambda a, b: _implied(b, k) - _implied(a, k),
-        ),
+        ("implied_acceptance", lambda a, b: _implied(b, k) - _implied(a, k)),
     ):
-        v, cl, ch = bootstrap_ci(idx, stat=stat(f))
-        out[key] = {"value": float(np.squeeze(v)), "ci_low": cl, "ci_high": ch, "n": int(lo.size)}
+        iv = stats.bootstrap(
+            [lo, hi], lambda x, y, axis, f=f: f(np.mean(x, axis=axis), np.mean(y, axis=axis))
+        )
+        out[key] = iv.as_dict()
     return out
 
 
@@ -1300,21 +1289,17 @@ def agreement_summary(
             }
             per[c] = vals
             x = np.array(list(vals.values()), dtype=float)
-            m, lo, hi = bootstrap_ci(x, stat=np.mean)
-            im, ilo, ihi = bootstrap_ci(
-                x, stat=lambda v, axis=None: _implied(np.mean(v, axis=axis), k)
-            )
+            iv = stats.mean(x)
+            imp = stats.bootstrap([x], lambda v, axis: _implied(np.mean(v, axis=axis), k))
             cell = {
-                "mean": m,
-                "ci_low": lo,
-                "ci_high": hi,
+                **iv.as_dict("mean"),
                 "n_documents": int(x.size),
-                "implied_acceptance": float(np.squeeze(im)),
-                "implied_acceptance_ci_low": ilo,
-                "implied_acceptance_ci_high": ihi,
+                "implied_acceptance": imp.value,
+                "implied_acceptance_ci_low": imp.low,
+                "implied_acceptance_ci_high": imp.high,
             }
             by_draft[dname][str(c)] = cell
-            table.append({"context": c, "draft": dname, "agreement": m, **cell})
+            table.append({"context": c, "draft": dname, "agreement": iv.value, **cell})
         head: dict[str, Any] = {
             "first": by_draft[dname][str(contexts[0])]["mean"],
             "last": by_draft[dname][str(contexts[-1])]["mean"],
@@ -1464,23 +1449,57 @@ def run_k_sweep(S: Study) -> ExperimentResult:
 # --------------------------------------------------------------------------- 06 sampling
 
 
+class _Recording:
+    """A target that remembers the logits of its last call (for `first_token_samples`)."""
+
+    def __init__(self, lm) -> None:
+        self.lm, self.logits = lm, None
+
+    def extend(self, ids, n):
+        self.logits = self.lm.extend(ids, n)
+        return self.logits
+
+    def head(self, hidden):
+        self.logits = self.lm.head(hidden)
+        return self.logits
+
+    def rollback(self, n: int) -> None:
+        self.lm.rollback(n)
+
+
 def first_token_samples(generator, prompt: Sequence[int], k: int, sampling, seeds) -> list[int]:
     """The first token the generator emits after prompt, once per seed, through the library's
-    own drafter and verifier (`decode.verify_step`), with the prompt prefilled once."""
-    from specdec_lib.decode import prefill, verify_step
+    own drafter and verifier, with the prompt prefilled once.
+
+    For every seed the drafter proposes and the verifier (`verify.speculative_verify`) decides
+    with that seed's generator. The target's call on [seq[-1]] + draft is deterministic, so it
+    runs through `decode.verify_step` once per distinct draft; later seeds that propose the same
+    draft are verified on that call's probabilities (a deterministic draft, or the baseline's
+    empty one, then costs one target call in all instead of one per seed)."""
+    from specdec_lib import decode
     from specdec_lib.drafters.base import Draft
-    from specdec_lib.sampling import make_generator
+    from specdec_lib.sampling import logits_to_probs, make_generator
+    from specdec_lib.verify import pad_vocab
 
     lm, drafter = generator.lm, generator.drafter
     seq = list(prompt)
-    prefill(lm, seq)
+    decode.prefill(lm, seq)
     drafter.begin(seq)
+    seen: dict[tuple[int, ...], Any] = {}  # draft -> the target's p [d + 1, V] for it
     out = []
     for s in seeds:
         g = make_generator(int(s))
         lm.rollback(len(seq) - 1)
         draft = drafter.propose(seq, k, sampling, g) if k > 0 else Draft([])
-        verdict = verify_step(lm, seq, draft, sampling, g)
+        key = tuple(draft.tokens)
+        if sampling.greedy or key not in seen:
+            rec = _Recording(lm)
+            verdict = decode.verify_step(rec, seq, draft, sampling, g)
+            seen[key] = logits_to_probs(rec.logits, sampling)
+        else:
+            p = seen[key]
+            q = pad_vocab(draft.q, p.shape[-1]) if draft.q is not None else None
+            verdict = decode.speculative_verify(draft.tokens, q, p, g)
         out.append(draft.tokens[0] if verdict.n_accepted > 0 else verdict.next_token)
     lm.rollback(len(seq) - 1)
     return out
@@ -1498,41 +1517,97 @@ def exact_next_probs(generator, prompt: Sequence[int], sampling) -> np.ndarray:
     return logits_to_probs(logits, sampling)[0].double().cpu().numpy()
 
 
-def distribution_test(samples: Sequence[int], p: np.ndarray, min_expected: float = 5.0):
-    """TVD between the samples' empirical distribution and p, and a chi-square goodness of fit
-    with the tokens of expected count < min_expected lumped into one bin."""
-    n = len(samples)
-    counts = Counter(int(s) for s in samples)
-    emp_ids = np.array(list(counts), dtype=np.int64)
-    emp = np.array([counts[i] for i in emp_ids], dtype=float) / n
-    tvd = 0.5 * (np.abs(emp - p[emp_ids]).sum() + (p.sum() - p[emp_ids].sum()))
-    expected = n * p
-    big = np.flatnonzero(expected >= min_expected)
-    obs = [counts.get(int(i), 0) for i in big]
-    exp = list(expected[big])
-    rest_exp = n - sum(exp)
-    rest_obs = n - sum(obs)
-    if rest_exp > 1e-9:
-        if rest_exp < min_expected and exp:  # merge a thin remainder into the smallest bin
-            j = int(np.argmin(exp))
-            exp[j] += rest_exp
-            obs[j] += rest_obs
-        else:
-            exp.append(rest_exp)
-            obs.append(rest_obs)
-    obs_a, exp_a = np.array(obs, dtype=float), np.array(exp, dtype=float)
-    chi2 = float(((obs_a - exp_a) ** 2 / exp_a).sum()) if exp_a.size > 1 else 0.0
-    return {"tvd": float(tvd), "chi2": chi2, "dof": max(int(exp_a.size) - 1, 0)}
+def draft_first_probs(generator, prompt: Sequence[int], k: int, sampling) -> np.ndarray:
+    """[V] the distribution the drafter draws its first token after prompt from (a point mass
+    for a deterministic drafter): what a verifier that accepted every draft would emit."""
+    from specdec_lib.decode import prefill
+    from specdec_lib.sampling import make_generator
+
+    lm, drafter = generator.lm, generator.drafter
+    seq = list(prompt)
+    prefill(lm, seq)
+    drafter.begin(seq)
+    lm.rollback(len(seq) - 1)
+    draft = drafter.propose(seq, k, sampling, make_generator(0))
+    lm.rollback(len(seq) - 1)
+    if not draft.tokens:
+        return np.zeros(0)  # no draft: the target emits the first token itself
+    if draft.q is not None:
+        return draft.q[0].double().cpu().numpy()
+    q = np.zeros(draft.tokens[0] + 1)
+    q[draft.tokens[0]] = 1.0
+    return q
+
+
+def _tvd_between(p: np.ndarray, q: np.ndarray) -> float | None:
+    """TVD of two distributions over ids, the shorter padded with zeros (a draft's vocabulary
+    can be narrower than the target's)."""
+    if not q.sum():
+        return None  # the drafter proposed nothing: every first token comes from the target
+    v = max(p.size, q.size)
+    pp, qq = np.zeros(v), np.zeros(v)
+    pp[: p.size], qq[: q.size] = p, q
+    return float(0.5 * np.abs(pp - qq).sum())
+
+
+def distribution_checks(
+    gens: dict[str, tuple[Any, int]], prompts, sampling, n_samples: int, t: float
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Per method (baseline and speculative arms): n_samples first tokens per prompt through the
+    library's drafter and verifier, tested against the target's exact p (chi-square over pooled
+    bins, prompts combined), with the smallest TVD the combined test detects (80% power, alpha
+    0.05) and, for speculative arms, the TVD a verifier that accepted every draft would produce.
+    Every method and prompt gets its own seeds, so no two methods share random draws."""
+    out: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
+    for j, (mname, (gen, k)) in enumerate(gens.items()):
+        tests, unverified = [], []
+        for i, p in enumerate(tqdm(prompts, desc=f"distribution T={t} {mname}")):
+            start = 1_000_000 * (j + 1) + 10_000 * i
+            seeds = range(start, start + n_samples)
+            samples = first_token_samples(gen, list(p.ids), k, sampling, seeds)
+            probs = exact_next_probs(gen, list(p.ids), sampling)
+            r = stats.goodness_of_fit(samples, probs)
+            r["tvd_unverified"] = None  # the baseline drafts nothing
+            if k:
+                r["tvd_unverified"] = _tvd_between(
+                    probs, draft_first_probs(gen, list(p.ids), k, sampling)
+                )
+                if r["dof"]:  # a prompt with one bin tests nothing
+                    unverified.append(r["tvd_unverified"])
+            tests.append(r)
+            rows.append({"temperature": t, "prompt": i, "method": mname, **r})
+        chk = stats.power_summary(tests)
+        chk["tvd"] = float(np.mean([r["tvd"] for r in tests])) if tests else None
+        chk["tvd_mean_per_prompt"] = chk["tvd"]
+        if k:
+            seen = [u for u in unverified if u is not None]
+            chk["tvd_unverified"] = float(np.mean(seen)) if seen else None
+            chk["detects_unverified"] = bool(
+                seen
+                and len(seen) == len(unverified)
+                and chk["detectable_tvd"] is not None
+                and min(seen) > chk["detectable_tvd"]
+            )
+        out[mname] = chk
+    return out, rows
 
 
 def run_sampling(S: Study) -> ExperimentResult:
     """06: speculative sampling at each temperature (acceptance, speedup), and an empirical
-    check that the first sampled token follows the target's exact distribution."""
+    check that the first sampled token follows the target's exact distribution, for the
+    baseline and every speculative arm, with the smallest TVD the check detects."""
     e = S.exp("sampling")
     d = S.profile["drafts"]
     tname = arm_name(d["transformer"])
     specs = {tname: d["transformer"], arm_name(d["bigram"]): d["bigram"]}
     dist = e.get("distribution", {}) or {}
+    checked = [str(a) for a in dist.get("arms", list(specs))]
+    if not set(checked) <= set(specs):
+        raise SpecdecError(
+            f"sampling.distribution.arms {checked} must name arms of this experiment: "
+            f"{', '.join(specs)}"
+        )
     cfg = {
         **base_config(S, "sampling"),
         "temperatures": [float(t) for t in e["temperatures"]],
@@ -1542,14 +1617,15 @@ def run_sampling(S: Study) -> ExperimentResult:
         "distribution": {
             "n_prompts": int(dist.get("n_prompts", 2)),
             "n_samples": int(dist.get("n_samples", 200)),
-            "arm": tname,
+            "arms": checked,
+            # the first emitted token depends only on the first draft position: one drafted
+            # token exercises accept, reject and residual at the lowest cost per sample
+            "k": 1,
         },
         "arms": {BASELINE: "none", **specs},
     }
 
     def compute(on_row):
-        from scipy.stats import chi2 as chi2_dist
-
         from specdec_lib import plots
         from specdec_lib.config import SamplingConfig
 
@@ -1581,6 +1657,7 @@ def run_sampling(S: Study) -> ExperimentResult:
                     {
                         "temperature": t,
                         "method": m,
+                        "n_prompts": s["n_prompts"],
                         "speedup": sp.get("value"),
                         "speedup_ci_low": sp.get("ci_low"),
                         "speedup_ci_high": sp.get("ci_high"),
@@ -1591,43 +1668,30 @@ def run_sampling(S: Study) -> ExperimentResult:
                         "tokens_per_s": s["tokens_per_s"]["median"],
                     }
                 )
-            # the distribution check
-            check: dict[str, Any] = {"n_samples_per_prompt": ns, "n_prompts": nd}
-            gens = {
-                "speculative": (arms[1].generator, cfg["k"]),
-                "baseline": (arms[0].generator, 0),
-            }
-            for mname, (gen, k) in gens.items():
-                tests = []
-                for i, p in enumerate(tqdm(prompts[:nd], desc=f"distribution T={t} {mname}")):
-                    seeds = range(1000 * (i + 1), 1000 * (i + 1) + ns)
-                    samples = first_token_samples(gen, list(p.ids), k, samp, seeds)
-                    probs = exact_next_probs(gen, list(p.ids), samp)
-                    r = distribution_test(samples, probs)
-                    r["p_value"] = float(chi2_dist.sf(r["chi2"], r["dof"])) if r["dof"] else None
-                    tests.append(r)
-                    dist_rows.append(
-                        {"temperature": t, "prompt": i, "method": mname, "n_samples": ns, **r}
-                    )
-                chi = sum(r["chi2"] for r in tests)
-                dof = sum(r["dof"] for r in tests)
-                check[mname] = {
-                    "tvd": float(np.mean([r["tvd"] for r in tests])) if tests else None,
-                    "tvd_mean_per_prompt": float(np.mean([r["tvd"] for r in tests]))
-                    if tests
-                    else None,
-                    "chi2": chi,
-                    "dof": dof,
-                    "p_value": float(chi2_dist.sf(chi, dof)) if dof else None,
+            # the distribution check: the baseline (a control for the test itself) and the
+            # profile's checked arms (default: every draft arm), each on its own seeds
+            gens = {BASELINE: (arms[0].generator, 0)}
+            gens.update(
+                {
+                    a.method.name: (a.generator, cfg["distribution"]["k"])
+                    for a in arms[1:]
+                    if a.method.name in checked
                 }
+            )
+            by_method, drows = distribution_checks(gens, prompts[:nd], samp, ns, t)
+            dist_rows += drows
+            check: dict[str, Any] = {"n_samples_per_prompt": ns, "n_prompts": nd, **by_method}
             checks[str(t)] = check
+            first = checked[0] if checked else None
             headline[str(t)] = {
                 "speedup": sm[tname].get("speedup"),
                 "acceptance_rate": sm[tname].get("acceptance_rate"),
-                "p_value_speculative": check["speculative"]["p_value"],
-                "p_value_baseline": check["baseline"]["p_value"],
-                "tvd_speculative": check["speculative"]["tvd"],
-                "tvd_baseline": check["baseline"]["tvd"],
+                "checked_arm": first,
+                "p_value_speculative": check[first]["p_value"] if first else None,
+                "p_value_baseline": check[BASELINE]["p_value"],
+                "tvd_speculative": check[first]["tvd"] if first else None,
+                "tvd_baseline": check[BASELINE]["tvd"],
+                "detectable_tvd": check[first]["detectable_tvd"] if first else None,
             }
         summary = {
             "temperatures": cfg["temperatures"],
@@ -1778,7 +1842,7 @@ def run_peers(S: Study) -> ExperimentResult:
                     "speedup": sp.get("value", 1.0 if m == BASELINE else None),
                     "speedup_ci_low": sp.get("ci_low"),
                     "speedup_ci_high": sp.get("ci_high"),
-                    "speedup_vs_hf_greedy": paired_speedup(hf_wall, wall)[0]
+                    "speedup_vs_hf_greedy": stats.paired_speedup(hf_wall, wall).value
                     if hf_wall is not None
                     else None,
                     "identical_to_baseline": s["identical_fraction"],

@@ -52,3 +52,18 @@ def acceptance_from_rate(mean_tokens_per_call: float, k: int) -> float:
         else:
             hi = mid
     return (lo + hi) / 2
+
+
+def rate_from_a(a: float, k: int) -> float:
+    """The pooled acceptance rate accepted / proposed that i.i.d. per-token acceptance a gives
+    when every call drafts K: E[accepted] / K = (expected_tokens(a, K) - 1) / K."""
+    if k < 1:
+        raise SpecdecError(f"K must be >= 1 for an acceptance rate, got {k}")
+    return (expected_tokens(a, k) - 1.0) / k
+
+
+def a_from_rate(rate: float, k: int) -> float:
+    """Invert rate_from_a: the per-token a whose pooled acceptance rate is `rate` (in [0, 1])."""
+    if not 0.0 <= rate <= 1.0:
+        raise SpecdecError(f"an acceptance rate must be in [0, 1], got {rate}")
+    return acceptance_from_rate(min(1.0 + k * rate, k + 1.0), k)

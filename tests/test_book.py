@@ -23,6 +23,7 @@ import pytest
 from conftest import FAKE_SECRETS, files_containing
 
 from specdec_lib import report
+from specdec_lib.analysis import stats
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,21 +37,12 @@ NEW_TOKENS = 32
 
 
 def _ci(values, stat=np.median):
-    x = np.asarray(values, dtype=float)
-    rng = np.random.default_rng(0)
-    boots = stat(x[rng.integers(0, x.size, size=(400, x.size))], axis=1)
-    lo, hi = np.quantile(boots, [0.025, 0.975])
-    return {"median": float(stat(x)), "ci_low": float(lo), "ci_high": float(hi)}
+    """The project's one bootstrap (specdec_lib.analysis.stats), as summaries write it."""
+    return stats.bootstrap([values], lambda x, axis: stat(x, axis=axis)).as_dict("median")
 
 
 def _ratio(num, den):
-    num, den = np.asarray(num, float), np.asarray(den, float)
-    rng = np.random.default_rng(0)
-    idx = rng.integers(0, num.size, size=(400, num.size))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        b = num[idx].sum(1) / den[idx].sum(1)
-    lo, hi = np.nanquantile(b, [0.025, 0.975])
-    return {"value": float(num.sum() / den.sum()), "ci_low": float(lo), "ci_high": float(hi)}
+    return stats.pooled_ratio(num, den).as_dict()
 
 
 def _row(prompt, method, draft, k, ctx, a, step_s, c, rng, cache=True, cell=None):
@@ -482,11 +474,13 @@ def write_synthetic(
                 "chi2": 30.0,
                 "dof": 28,
                 "p_value": 0.36,
+                "n_samples": 800,
+                "detectable_tvd": stats.detectable_tvd(800, 28),
             }
             dist[str(t)] = {
                 "n_samples_per_prompt": 200,
                 "n_prompts": 4,
-                "speculative": chk,
+                "self": {**chk, "tvd_unverified": 0.02, "detects_unverified": False},
                 "baseline": {**chk, "p_value": 0.52},
             }
         _publish(
@@ -685,6 +679,24 @@ def test_ci_arithmetic():
     assert report.ci({"value": 1.234, "ci_low": 1.1, "ci_high": 1.3}) == "1.23 [1.10, 1.30]"
     assert report.ci_pct({"value": 0.5, "ci_low": 0.4, "ci_high": 0.6}) == "50.0% [40.0, 60.0]"
     assert report.num(None) == "n/a" and report.pct(float("nan")) == "n/a"
+    # n beside every interval: the interval's own, else the one the table knows
+    assert d["n"] == 3 and d["ci_method"] == "constant"
+    assert report.ci({**a, "n": 3}, 1, 100.0, " pts").endswith("], n=3")
+    iv = {"value": 1.2, "ci_low": 1.1, "ci_high": 1.3}
+    assert report.ci(iv, n=20) == "1.20 [1.10, 1.30], n=20"
+
+
+def test_every_interval_in_the_tables_prints_its_n(synthetic):
+    p = report.load_profile("synthetic", synthetic)
+    for fn in (report.study_table, report.headline_table, report.k_sweep_table,
+               report.sampling_table, report.peers_table):  # fmt: skip
+        df = fn(p)
+        cells = [str(v) for v in df.to_numpy().ravel() if "[" in str(v)]
+        assert cells, fn.__name__
+        assert all(", n=" in c for c in cells), (fn.__name__, cells)
+    s = report.sampling_table(p)
+    assert (s["detectable TVD (80% power)"] != "-").all()
+    assert s[s["arm"] == "self"]["TVD if unverified"].tolist() == ["0.020", "0.020"]
 
 
 def test_figures(synthetic):

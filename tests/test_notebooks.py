@@ -184,11 +184,15 @@ def test_k_sweep_and_sampling(smoke):
     for t in summary["table"]:
         assert t["predicted_speedup_leviathan"] > 0 and t["speedup"] > 0
     assert 1 <= summary["adaptive"]["mean_k_used"] <= config["adaptive"]["k_max"]
-    summary, *_ = load(results, "sampling")
+    summary, config, _, _ = load(results, "sampling")
     for chk in summary["distribution_check"].values():
-        for m in ("speculative", "baseline"):
-            assert 0.0 <= chk[m]["tvd"] <= 1.0
-            assert chk[m]["p_value"] is None or 0.0 <= chk[m]["p_value"] <= 1.0
+        methods = {m: c for m, c in chk.items() if isinstance(c, dict)}
+        assert set(methods) == {"baseline", *config["distribution"]["arms"]}
+        for c in methods.values():
+            assert 0.0 <= c["tvd"] <= 1.0
+            assert c["p_value"] is None or 0.0 <= c["p_value"] <= 1.0
+            assert c["p_value"] is None or 0.0 < c["detectable_tvd"] <= 1.0
+            assert c["n_samples"] == chk["n_samples_per_prompt"] * chk["n_prompts"]
     assert (results / "smoke" / "sampling" / "distribution.csv").is_file()
 
 

@@ -11,13 +11,16 @@ import pytest
 import torch
 from scipy.stats import chi2 as chi2_dist
 
-from specdec_lib import study
+from specdec_lib import decode, study
+from specdec_lib.analysis import stats
 from specdec_lib.cache import CachedLM
 from specdec_lib.config import SamplingConfig
 from specdec_lib.decode import speculative_decode
 from specdec_lib.drafters import BigramDrafter, ModelDrafter, NoDrafter, SelfDrafter
 from specdec_lib.drafters.adaptive import AdaptiveDrafter
 from specdec_lib.experiments import teacher_forced_agreement
+from specdec_lib.sampling import sample, uniform
+from specdec_lib.verify import Verdict
 from tests.conftest import random_prompt
 
 
@@ -136,10 +139,10 @@ def test_distribution_test_accepts_exact_samples_and_rejects_wrong_ones():
     rng = np.random.default_rng(0)
     p = rng.dirichlet(np.ones(20))
     good = rng.choice(20, size=4000, p=p).tolist()
-    r = study.distribution_test(good, p)
+    r = stats.goodness_of_fit(good, p)
     assert chi2_dist.sf(r["chi2"], r["dof"]) > 1e-3 and r["tvd"] < 0.06
     wrong = rng.choice(20, size=4000, p=np.roll(p, 1)).tolist()
-    r = study.distribution_test(wrong, p)
+    r = stats.goodness_of_fit(wrong, p)
     assert chi2_dist.sf(r["chi2"], r["dof"]) < 1e-6 and r["tvd"] > 0.1
 
 
@@ -158,14 +161,71 @@ def test_first_token_samples_follow_the_target(fake_target, fake_draft, temperat
     assert p.sum() == pytest.approx(1.0)
     for gen, k in ((spec, 3), (plain, 0)):
         samples = study.first_token_samples(gen, prompt, k, sampling, range(3000))
-        r = study.distribution_test(samples, p)
+        r = stats.goodness_of_fit(samples, p)
         assert chi2_dist.sf(r["chi2"], r["dof"]) > 1e-3, (k, r)
     # the check has power: the draft's own distribution is not the target's
     q = torch.softmax(fake_draft.table[prompt[-1]] / temperature, -1).numpy()
     g = torch.Generator().manual_seed(0)
     draws = torch.multinomial(torch.tensor(q), 3000, replacement=True, generator=g).tolist()
-    r = study.distribution_test(draws, p)
+    r = stats.goodness_of_fit(draws, p)
     assert chi2_dist.sf(r["chi2"], r["dof"]) < 1e-3
+
+
+def _accepts_every_draft(draft, q, p, generator):
+    """A broken verifier: no rejection test at all."""
+    return Verdict(len(draft), sample(p[len(draft)], generator))
+
+
+def _resamples_from_p(draft, q, p, generator):
+    """A broken verifier: the right rejection test, but a rejected token is replaced by a draw
+    from p instead of from the residual max(0, p - q)."""
+    k = len(draft)
+    u = uniform(k, generator)
+    for i in range(k):
+        qx = float(q[i, draft[i]]) if q is not None else 1.0
+        if u[i] * qx >= float(p[i, draft[i]]):
+            return Verdict(i, sample(p[i], generator))
+    return Verdict(k, sample(p[k], generator))
+
+
+@pytest.mark.parametrize("broken", [_accepts_every_draft, _resamples_from_p])
+def test_distribution_check_fails_a_broken_verifier(fake_target, fake_draft, monkeypatch, broken):
+    """The study's check, on a draft whose q differs from the target's p: the library's verifier
+    passes, a broken one fails, and the baseline (which never drafts) passes either way. The
+    check states that it can see the difference: the TVD of an unverified draft exceeds the
+    smallest TVD it detects."""
+    sampling = SamplingConfig(temperature=1.0)
+    prompts = [SimpleNamespace(ids=[1, 2, 3]), SimpleNamespace(ids=[4, 5])]
+
+    def gens():
+        plain = SimpleNamespace(lm=CachedLM(fake_target, use_cache=False), drafter=NoDrafter())
+        spec = SimpleNamespace(
+            lm=CachedLM(fake_target, use_cache=False),
+            drafter=ModelDrafter(fake_draft, use_cache=False),
+        )
+        return {"baseline": (plain, 0), "model": (spec, 3)}
+
+    good, rows = study.distribution_checks(gens(), prompts, sampling, 1500, 1.0)
+    assert good["model"]["p_value"] > 1e-3 and good["baseline"]["p_value"] > 1e-3
+    assert good["model"]["detects_unverified"]
+    assert good["model"]["tvd_unverified"] > good["model"]["detectable_tvd"]
+    assert good["model"]["n_samples"] == 3000 and len(rows) == 4
+    monkeypatch.setattr(decode, "speculative_verify", broken)
+    bad, _ = study.distribution_checks(gens(), prompts, sampling, 1500, 1.0)
+    assert bad["model"]["p_value"] < 1e-6, bad["model"]
+    assert bad["baseline"]["p_value"] > 1e-3
+
+
+def test_methods_get_their_own_seeds(fake_target):
+    """Two methods never share random draws (a shared seed once made the baseline's and the
+    speculative arm's statistics identical): the same sampler under two method names gives
+    different samples."""
+    sampling = SamplingConfig(temperature=1.0)
+    plain = SimpleNamespace(lm=CachedLM(fake_target, use_cache=False), drafter=NoDrafter())
+    _, rows = study.distribution_checks(
+        {"a": (plain, 0), "b": (plain, 0)}, [SimpleNamespace(ids=[1, 2])], sampling, 300, 1.0
+    )
+    assert rows[0]["chi2"] != rows[1]["chi2"]
 
 
 def test_arm_names_and_profiles():

@@ -102,3 +102,17 @@ def test_acceptance_from_rate_rejects_impossible_means(mean):
 def test_theory_rejects_out_of_range_inputs(call):
     with pytest.raises(SpecdecError):
         call()
+
+
+@pytest.mark.parametrize("k", [1, 4, 8])
+def test_a_from_rate_inverts_the_pooled_acceptance_rate(k):
+    """The book's a from a pooled accepted/proposed rate is the same bisection as
+    acceptance_from_rate: rate = (expected_tokens(a, K) - 1) / K."""
+    from specdec_lib.theory import a_from_rate, rate_from_a
+
+    for a in (0.0, 0.3, 0.7, 0.95):
+        assert rate_from_a(a, k) == pytest.approx((expected_tokens(a, k) - 1) / k)
+        assert a_from_rate(rate_from_a(a, k), k) == pytest.approx(a, abs=1e-9)
+    assert rate_from_a(1.0, k) == 1.0
+    with pytest.raises(SpecdecError):
+        a_from_rate(1.5, k)

@@ -1,0 +1,1 @@
+"""Torch-free analysis: rows and samples in, summaries and intervals out."""

@@ -15,6 +15,7 @@ from conftest import VOCAB, random_prompt, stepwise_greedy, tiny_gemma
 from scipy.stats import chi2 as chi2_dist
 
 from specdec_lib import study
+from specdec_lib.analysis import stats
 from specdec_lib.cache import CachedLM
 from specdec_lib.config import SamplingConfig
 from specdec_lib.decode import speculative_decode
@@ -84,7 +85,7 @@ def test_first_token_after_an_unembeddable_id_follows_the_target(target64, narro
     gen.lm, gen.drafter = CachedLM(target64), drafter_for(narrow_draft)
     samples = study.first_token_samples(gen, prompt, 2, sampling, range(1500))
     p = study.exact_next_probs(gen, prompt, sampling)
-    r = study.distribution_test(samples, p)
+    r = stats.goodness_of_fit(samples, p)
     assert chi2_dist.sf(r["chi2"], r["dof"]) > 1e-3, r
     with torch.no_grad():
         q_logits = narrow_draft(
@@ -93,7 +94,7 @@ def test_first_token_after_an_unembeddable_id_follows_the_target(target64, narro
     q = np.zeros(VOCAB)
     q[:DRAFT_VOCAB] = torch.softmax(q_logits, -1).numpy()
     draws = np.random.default_rng(0).choice(VOCAB, size=1500, p=q / q.sum())
-    r_q = study.distribution_test(draws.tolist(), p)
+    r_q = stats.goodness_of_fit(draws.tolist(), p)
     assert chi2_dist.sf(r_q["chi2"], r_q["dof"]) < 1e-3
 
 

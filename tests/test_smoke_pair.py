@@ -87,4 +87,5 @@ def test_sampling_at_t1_over_many_seeds(pair_results):
     assert s["temperatures"] == [1.0]
     check = s["distribution_check"]["1.0"]
     assert check["n_samples_per_prompt"] >= 40  # seeds through the narrower draft, no crash
-    assert 0.0 <= check["speculative"]["tvd"] <= 1.0
+    drafted = [c for m, c in check.items() if isinstance(c, dict) and m != "baseline"]
+    assert drafted and all(0.0 <= c["tvd"] <= 1.0 for c in drafted)

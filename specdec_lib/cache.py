@@ -9,10 +9,12 @@ every call recomputes the whole sequence, which is how the "no KV cache" experim
 The cache (`GrowingCache`) writes keys and values into preallocated, zeroed buffers that double
 when full, instead of concatenating the whole cache at every call; a crop only moves the length.
 On the CPU the model runs through `fastpath.fast_view`: every linear layer on a 2-D input; in
-float32 the LM head's multi-row products as `W @ x^T` (a verification's head 171 -> 61 ms on an
-AVX2 CPU); in bfloat16/float16, where oneDNN can pack them, packed linear layers (the 270M
-target's step 55 -> 34 ms on an AMX Xeon) and batch-invariant attention, so that greedy
-speculation reproduces greedy decoding bit for bit there too. `fast=False` runs the model as it
+float32 the LM head's multi-row products as `W @ x^T`; in bfloat16/float16, where oneDNN can
+pack them, packed linear layers. Where packed (or with `invariant=True`, $SPECDEC_INVARIANT, in
+float32 too) every product runs at a fixed shape with each position in a slot of its own, so a
+position's logits do not depend on the other positions of the call, and greedy speculation
+reproduces greedy decoding bit for bit. Every call runs inside `fastpath.positions_end`, which
+tells the view the positions of the rows it multiplies. `fast=False` runs the model as it
 is. `hidden` and `head` run the body and the LM head apart, for a drafter that drafts with the
 target's own body (`drafters.shared`).
 
@@ -32,7 +34,9 @@ from specdec_lib.fastpath import (  # noqa: F401 - re-exported
     BUFFER_ATTR,
     fast_view,
     packing_available,
+    positions_end,
     wants_fast_view,
+    wants_invariant,
     wants_packing,
 )
 
@@ -122,8 +126,10 @@ class CachedLM:
         use_cache: bool = True,
         vocab_size: int | None = None,
         fast: bool | None = None,
+        invariant: bool | None = None,
     ):
-        """fast: run through the fast view (None: on the CPU); packing follows the dtype."""
+        """fast: run through the fast view (None: on the CPU); packing follows the dtype;
+        invariant: batch-invariant products (None: where packed, or with $SPECDEC_INVARIANT)."""
         self.model = model
         self.use_cache = use_cache
         self.vocab_size = (
@@ -133,6 +139,7 @@ class CachedLM:
         self.dtype = next(model.parameters()).dtype
         self.fast = wants_fast_view(model) if fast is None else bool(fast)
         self.packed = self.fast and wants_packing(model)
+        self.invariant = self.fast and (wants_invariant(model) if invariant is None else invariant)
         self._runner: torch.nn.Module | None = None  # the fast view, built at first call
         self.tokens: list[int] = []
         self.cache: DynamicCache | None = None
@@ -142,7 +149,9 @@ class CachedLM:
     def runner(self) -> torch.nn.Module:
         """The module actually called: the model, or its packed fast view."""
         if self._runner is None:
-            self._runner = fast_view(self.model, self.packed) if self.fast else self.model
+            self._runner = (
+                fast_view(self.model, self.packed, self.invariant) if self.fast else self.model
+            )
         return self._runner
 
     def reset(self) -> None:
@@ -162,12 +171,13 @@ class CachedLM:
         self.tokens.extend(ids)
         fed = ids if self.use_cache else self.tokens
         input_ids = torch.tensor([fed], dtype=torch.long, device=self.device)  # [1, n]
-        out = self.runner(
-            input_ids=input_ids,
-            cache=self.cache,
-            use_cache=self.use_cache,
-            logits_to_keep=logits_to_keep,
-        )
+        with positions_end(len(self.tokens)):
+            out = self.runner(
+                input_ids=input_ids,
+                cache=self.cache,
+                use_cache=self.use_cache,
+                logits_to_keep=logits_to_keep,
+            )
         self.calls += 1
         logits = out.logits[0, -logits_to_keep:]  # [n, V]
         if self.vocab_size is not None:
@@ -190,7 +200,8 @@ class CachedLM:
         """Append ids through the body only; return their last hidden states: [n, H].
 
         `head(hidden(ids))` is what `extend(ids, len(ids))` returns, computed in two calls (the
-        same body call; the head's product may round differently for another row count)."""
+        same body call; without `invariant`, the head's product may round differently for
+        another row count)."""
         if not ids:
             raise ValueError("hidden needs at least one token")
         if not self.use_cache:
@@ -200,17 +211,20 @@ class CachedLM:
         body, _ = self._split()
         self.tokens.extend(ids)
         input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)  # [1, n]
-        out = body(input_ids=input_ids, cache=self.cache, use_cache=True)
+        with positions_end(len(self.tokens)):
+            out = body(input_ids=input_ids, cache=self.cache, use_cache=True)
         self.calls += 1
         return out.last_hidden_state[0]  # [n, H]
 
     @torch.inference_mode()
     def head(self, hidden: torch.Tensor, head: torch.nn.Module | None = None) -> torch.Tensor:
         """[n, H] hidden states -> [n, V] logits through the LM head (or another `head` over the
-        same hidden size, e.g. a pruned one), with the model's final soft-capping."""
+        same hidden size, e.g. a pruned one), with the model's final soft-capping. The rows are
+        taken as the last n cached positions (as `hidden` returns them)."""
         full = self._split()[1]
         head = head if head is not None else full
-        logits = head(hidden)
+        with positions_end(len(self.tokens)):
+            logits = head(hidden)
         cfg = self.model.config
         cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
         cap = getattr(cfg, "final_logit_softcapping", None)

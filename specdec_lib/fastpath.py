@@ -1,59 +1,76 @@
 """The "fast view" of a causal LM that `CachedLM` runs on the CPU: the same model, cheaper and,
-in bfloat16/float16, batch-invariant (a position's logits do not depend on how many positions the
-call scores, so greedy speculative decoding reproduces greedy decoding bit for bit).
+when invariant, batch-invariant by construction: a position's logits are the same bits whether
+the call scores it alone or among other positions, so greedy speculative decoding reproduces
+greedy decoding bit for bit.
 
-`fast_view(model, pack)` is a shallow copy sharing every parameter and module except:
+`fast_view(model, pack, invariant)` is a shallow copy sharing every parameter and module except:
 - every `nn.Linear` becomes a `PackedLinear`, which sees a 2-D input. A 3-D input with unusual
   strides (the last position of a prefill, `logits_to_keep=1`) sends `F.linear` down a
-  batched-matmul path that first copies the whole weight: 2.3 s for the 262144 x 640 LM head of
-  Gemma 3 270M in bfloat16 on the 2-core CPU (Hugging Face `generate` pays it at every prefill).
-  With `pack` (bfloat16/float16) the product runs through oneDNN from a weight reordered once into
-  its blocked layout: the plain path re-reads and repacks the weight at every call. Measured here
-  (quiet, 2 threads): LM head 23-44 ms -> 12-15 ms a call for 1 to 9 positions, the 18-layer
-  body 32 -> 22 ms, bit-identical to `F.linear`. The packed copies cost the weights' size once
-  (0.54 GB for the 270M model in bfloat16).
-- without `pack` (float32), a float32 weight of at least `WIDE` output rows (the LM head) takes
-  its multi-row products as `W @ x^T`, which streams the weight once where F.linear repacks it:
-  the verification of K + 1 positions then costs about what one decode step costs.
-- batch invariance, with `pack` only: oneDNN's kernel for some shapes changes with the number of
-  rows (with one thread, the 640 x 2048 MLP down-projection for 4 rows or more), so row i of a
-  K+1-row verification differed from the same position scored alone. A probe finds such shapes
-  (per shape, dtype and thread count) and those calls run in chunks of exactly `ROWS` rows,
-  zero-padded. Attention runs `invariant_attention`: each query row attends over a key window
-  padded to a multiple of `BUCKET` positions (masked beyond its own position), in float32, as a
-  fixed `ROWS`-row matmul, so its result depends on its own position only. It needs the
-  `GrowingCache` buffers (zero-initialised, sized in multiples of `BUCKET`) and falls back to SDPA
-  without them. float32 keeps the stock kernels and SDPA.
+  batched-matmul path that first copies the whole weight (Hugging Face `generate` pays it at
+  every prefill). With `pack` (bfloat16/float16) the product runs through oneDNN from a weight
+  reordered once into its blocked layout, bit-identical to `F.linear`, where the plain path
+  re-reads and repacks the weight at every call; the packed copies cost the weights' size once.
+  Without `pack`, a float32 weight of at least `WIDE` output rows (an LM head) takes several
+  rows as `W @ x^T`, which streams the weight once where `F.linear` repacks it.
+- with `invariant`, every product runs at one shape, whatever the number of positions:
+  * a linear layer multiplies chunks of exactly `ROWS` rows (a one-row decode step is padded
+    with zero rows too), and the row of position p always sits in slot p mod ROWS of its chunk
+    (a call's consecutive positions take distinct slots, so up to ROWS positions are one
+    product). A kernel's choice of algorithm depends on the shape, and the arithmetic of one
+    output row on that row, its slot and the weight only, never on the other rows' values: so
+    position p's bits depend on its own input alone. No probe, no assumption about which
+    shapes a kernel treats alike (oneDNN changes kernel with the row count: one row and
+    several rows of the same LM head round differently on an AMX Xeon).
+  * attention runs `invariant_attention`: each query row attends over a key window padded to a
+    multiple of `BUCKET` positions (masked beyond its own position), in float32, in a matmul of
+    exactly `ROWS` rows per key head, again in slot p mod ROWS. It needs the `GrowingCache`
+    buffers (zero-initialised, sized in multiples of `BUCKET`) and falls back to SDPA without
+    them.
+  A row's position comes from the caller: `CachedLM` wraps every call in `positions_end(n)`
+  (n = cached positions after the call; the rows a linear sees are the last ones). Without it
+  the rows are taken as positions 0..M-1: still fixed shapes, but slots follow the call.
 The model itself is untouched: Hugging Face `generate` on the same model runs the stock path.
+
+Which dtype runs what: bfloat16/float16 with oneDNN packing are invariant by default (packing
+and attention make the step cheaper there, and the padding costs little: oneDNN's bf16 kernels
+take up to `ROWS` rows for about the price of one on AMX). float32 keeps the stock kernels and
+SDPA by default, because padding a decode step costs a lot there: the LM head's one-row
+product is a memory-bound matrix-vector kernel, and `ROWS` rows cost several times more on an
+AVX2 or AVX512 CPU. `invariant=True` (or $SPECDEC_INVARIANT=1) makes float32 invariant too;
+the tests run it on every CPU. `ROWS = 8` is the trade-off: a K <= 7 verification is one
+product, a decode step pays for 8 rows, a K = 8..15 verification pays two products.
+`python -m specdec_lib.fastpath --measure` times both paths per dtype (one JSON line).
 
 Knows nothing about caches' bookkeeping, sampling or drafters.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import copy
 import functools
 import os
 import weakref
+from collections.abc import Callable, Iterator
 
 import torch
 from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 PACKED_DTYPES = (torch.bfloat16, torch.float16)
-ROWS = 16  # fixed row count of the batch-invariant matmuls
+ROWS = 8  # fixed row count of every product on the invariant path
 BUCKET = 64  # key windows are padded to a multiple of this many positions
 ATTENTION = "specdec_invariant"
 BUFFER_ATTR = "_specdec_buffer"  # set by GrowingLayer on the key/value views it returns
-# float32 weights with at least this many output rows (an LM head) multiply a 2..M-row input as
-# W @ x^T: F.linear's x @ W^T path repacks the whole weight at every call. Measured on the
-# 2-core AVX2 CPU (AMD EPYC), 262144 x 640 head, float32: 2 / 5 / 9 rows 135 / 171 / 188 ms ->
-# 45 / 61 / 99 ms; one row stays on F.linear's matrix-vector kernel (64 ms).
+# float32 weights with at least this many output rows (an LM head) multiply a multi-row input
+# as W @ x^T: F.linear's x @ W^T path repacks the whole weight at every call.
 WIDE = 16384
 
 # nn.Linear -> (weight key, packed weight); weak, so a dropped model frees its packed copies
 _PACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_INVARIANT: dict[tuple, bool] = {}  # (out, in, dtype, threads) -> rows independent of M
+# cached positions once the current call is done (its rows are the last ones); None: unknown
+_END: contextvars.ContextVar[int | None] = contextvars.ContextVar("specdec_end", default=None)
 
 
 @functools.cache
@@ -78,7 +95,7 @@ def packing_available(dtype: torch.dtype = torch.bfloat16) -> bool:
     return bool(torch.equal(y, torch.full((2, 8), 16.0, dtype=dtype)))
 
 
-def _off(name: str) -> bool:
+def _on(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in {"1", "true", "yes"}
 
 
@@ -88,16 +105,37 @@ def wants_fast_view(model: torch.nn.Module) -> bool:
         p = next(model.parameters())
     except StopIteration:
         return False
-    return p.device.type == "cpu" and not _off("SPECDEC_NO_FAST")
+    return p.device.type == "cpu" and not _on("SPECDEC_NO_FAST")
 
 
 def wants_packing(model: torch.nn.Module) -> bool:
-    """Whether the fast view packs and makes batch-invariant (CPU, bfloat16/float16), unless
+    """Whether the fast view packs (CPU, bfloat16/float16, oneDNN able), unless
     $SPECDEC_NO_PACK."""
-    if not wants_fast_view(model) or _off("SPECDEC_NO_PACK"):
+    if not wants_fast_view(model) or _on("SPECDEC_NO_PACK"):
         return False
     dtype = next(model.parameters()).dtype
     return dtype in PACKED_DTYPES and packing_available(dtype)
+
+
+def wants_invariant(model: torch.nn.Module) -> bool:
+    """Whether the fast view is batch-invariant: where it packs, or everywhere on the CPU with
+    $SPECDEC_INVARIANT set."""
+    return wants_fast_view(model) and (wants_packing(model) or _on("SPECDEC_INVARIANT"))
+
+
+@contextlib.contextmanager
+def positions_end(n: int) -> Iterator[None]:
+    """Calls inside score positions ending at n - 1: the M rows a layer sees are n - M..n - 1."""
+    token = _END.set(n)
+    try:
+        yield
+    finally:
+        _END.reset(token)
+
+
+def _slots(first: int, n: int, device: torch.device) -> torch.Tensor:
+    """[n] slots of positions first..first+n-1 (n <= ROWS) in a ROWS-row chunk: p mod ROWS."""
+    return torch.remainder(torch.arange(first, first + n, device=device), ROWS)
 
 
 # ----------------------------------------------------------------------------- linear layers
@@ -107,51 +145,40 @@ def _packed_linear(x2: torch.Tensor, packed: torch.Tensor, bias) -> torch.Tensor
     return torch.ops.mkldnn._linear_pointwise(x2, packed, bias, "none", [], "")
 
 
-def _in_fixed_rows(x2: torch.Tensor, fn) -> torch.Tensor:
-    """fn over x2 [M, in] in chunks of exactly ROWS rows (the last one zero-padded)."""
+def in_fixed_rows(
+    x2: torch.Tensor,  # [M, in]: the rows of positions first..first+M-1
+    fn: Callable[[torch.Tensor], torch.Tensor],  # [ROWS, in] -> [ROWS, out]
+    first: int = 0,
+) -> torch.Tensor:
+    """fn over x2 in products of exactly ROWS rows, position p's row in slot p mod ROWS of a
+    fresh zero-padded chunk (fresh: same alignment every call). Returns [M, out]."""
     m = x2.shape[0]
-    chunks = []
+    parts = []
     for start in range(0, m, ROWS):
-        part = x2[start : start + ROWS]
-        if part.shape[0] < ROWS:
-            part = torch.cat([part, part.new_zeros(ROWS - part.shape[0], part.shape[1])])
-        chunks.append(fn(part)[: min(ROWS, m - start)])
-    return chunks[0] if len(chunks) == 1 else torch.cat(chunks)
-
-
-def _rows_invariant(packed: torch.Tensor, shape: tuple[int, int], dtype, bias) -> bool:
-    """Whether each row of this shape's oneDNN product is the same whatever the row count.
-
-    The probe input is heavy-tailed: with small, similar values every order of summation
-    rounds alike and a row-count-dependent kernel would go unnoticed."""
-    key = (*shape, dtype, torch.get_num_threads())
-    if key not in _INVARIANT:
-        g = torch.Generator().manual_seed(0)
-        n = (ROWS + 1, shape[1])
-        x = (torch.randn(n, generator=g) * torch.exp(1.5 * torch.randn(n, generator=g)) * 20).to(
-            dtype
-        )
-        alone = [_packed_linear(x[i : i + 1], packed, bias) for i in range(ROWS + 1)]
-        ok = True
-        for m in range(2, ROWS + 2):
-            y = _packed_linear(x[:m], packed, bias)
-            ok = ok and all(torch.equal(y[i : i + 1], alone[i]) for i in range(m))
-        _INVARIANT[key] = ok
-    return _INVARIANT[key]
+        n = min(ROWS, m - start)
+        s0 = (first + start) % ROWS
+        head = min(n, ROWS - s0)  # rows in slots s0.., the rest wraps round to slot 0
+        chunk = x2.new_zeros(ROWS, x2.shape[1])
+        chunk[s0 : s0 + head] = x2[start : start + head]
+        chunk[: n - head] = x2[start + head : start + n]
+        y = fn(chunk)  # [ROWS, out]
+        parts += [y[s0 : s0 + head], y[: n - head]] if n > head else [y[s0 : s0 + n]]
+    return parts[0] if len(parts) == 1 else torch.cat(parts)
 
 
 class PackedLinear(torch.nn.Module):
     """`linear` on a 2-D view of the input: with `pack`, by oneDNN from a weight reordered once
-    (bit-identical to F.linear) and in fixed-size row chunks where the row count would change
-    the kernel; else by F.linear.
+    (bit-identical to F.linear), else by F.linear (W @ x^T for a wide float32 weight); with
+    `invariant` (default: `pack`), in products of exactly ROWS rows (`in_fixed_rows`).
 
     The packed weight is kept per source `nn.Linear` (in `_PACKED`), so views of the same model
     (the target and its early-exit self-draft) share it; it is rebuilt if the weight changes."""
 
-    def __init__(self, source: torch.nn.Linear, pack: bool = True):
+    def __init__(self, source: torch.nn.Linear, pack: bool = True, invariant: bool | None = None):
         super().__init__()
         self.source = source
         self.pack = pack
+        self.invariant = pack if invariant is None else invariant
 
     def packed(self) -> torch.Tensor:
         w = self.source.weight
@@ -163,24 +190,28 @@ class PackedLinear(torch.nn.Module):
             return packed
         return cached[1]
 
+    def product(self, x2: torch.Tensor) -> torch.Tensor:
+        """[M, in] -> [M, out], one kernel call for the M rows as given."""
+        w, bias = self.source.weight, self.source.bias
+        if self.pack and w.dtype in PACKED_DTYPES:
+            return _packed_linear(x2, self.packed(), bias)
+        if x2.shape[0] > 1 and w.shape[0] >= WIDE and w.dtype == torch.float32:
+            y = torch.mm(w, x2.t()).t()  # [out, in] @ [in, M]: streams the weight once
+            return y + bias if bias is not None else y
+        return torch.nn.functional.linear(x2, w, bias)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w = self.source.weight
         if x.device.type != "cpu" or x.dtype != w.dtype:
             return self.source(x)
         shape = x.shape
-        x2 = x.reshape(-1, shape[-1])
-        bias = self.source.bias
-        if self.pack and w.dtype in PACKED_DTYPES:
-            packed = self.packed()
-            if _rows_invariant(packed, tuple(w.shape), w.dtype, bias):
-                y = _packed_linear(x2, packed, bias)
-            else:
-                y = _in_fixed_rows(x2, lambda part: _packed_linear(part, packed, bias))
-        elif x2.shape[0] > 1 and w.shape[0] >= WIDE and w.dtype == torch.float32:
-            y = torch.mm(w, x2.t()).t()  # [out, in] @ [in, M]: streams the weight once
-            y = y + bias if bias is not None else y
+        x2 = x.reshape(-1, shape[-1])  # [M, in]
+        if self.invariant:
+            end = _END.get()
+            first = end - x2.shape[0] if end is not None else 0
+            y = in_fixed_rows(x2, self.product, first)
         else:
-            y = torch.nn.functional.linear(x2, w, bias)
+            y = self.product(x2)
         return y.reshape(*shape[:-1], y.shape[-1])
 
 
@@ -202,8 +233,8 @@ def invariant_attention(
 
     Query row i sits at position p = L - M + i and attends to keys j <= p (and p - j < window).
     It is computed over the first B = min(ceil((p + 1) / BUCKET) * BUCKET, capacity) buffered
-    keys, masked beyond p, in float32, inside a matmul of exactly ROWS rows per key head: the
-    same arithmetic whether the row is scored alone or in a verification of K + 1 rows."""
+    keys, masked beyond p, in float32, in slot p mod ROWS of a matmul of exactly ROWS rows per
+    key head: the same arithmetic whether the row is scored alone or among K + 1 rows."""
     kbuf = getattr(key, BUFFER_ATTR, None)
     vbuf = getattr(value, BUFFER_ATTR, None)
     softcap = kwargs.get("softcap", getattr(module, "attn_logit_softcapping", None))
@@ -219,6 +250,7 @@ def invariant_attention(
     first = length - m  # position of query row 0
     buckets = [min(-(-(first + i + 1) // BUCKET) * BUCKET, capacity) for i in range(m)]
     out = query.new_empty(1, m, heads, vbuf.shape[-1])
+    kpos_all = torch.arange(capacity, device=query.device)
     i = 0
     while i < m:
         b = buckets[i]
@@ -226,20 +258,23 @@ def invariant_attention(
         while j < m and buckets[j] == b and j - i < ROWS:
             j += 1
         rows = j - i
+        slots = _slots(first + i, rows, query.device)  # [rows]
+        # the position each slot holds: real rows, and row i's position in the padding slots
+        qpos = torch.full((ROWS,), first + i, device=query.device)
+        qpos[slots] = torch.arange(first + i, first + j, device=query.device)
         kf = kbuf[0, :, :b].float()  # [Hkv, B, D]
         vf = vbuf[0, :, :b].float()  # [Hkv, B, Dv]
         q = query.new_zeros(kv_heads, rep, ROWS, d, dtype=torch.float32)
-        q[:, :, :rows] = query[0, :, i:j].float().view(kv_heads, rep, rows, d)
+        q[:, :, slots] = query[0, :, i:j].float().view(kv_heads, rep, rows, d)
         s = torch.matmul(q.view(kv_heads, rep * ROWS, d), kf.transpose(-1, -2))  # [Hkv, R, B]
         s = s.mul_(scale).view(kv_heads, rep, ROWS, b)
-        qpos = torch.arange(first + i, first + i + ROWS, device=query.device)[:, None]
-        kpos = torch.arange(b, device=query.device)[None, :]
-        visible = kpos <= qpos
+        kpos = kpos_all[None, :b]
+        visible = kpos <= qpos[:, None]  # [ROWS, B]
         if sliding_window is not None:
-            visible &= (qpos - kpos) < sliding_window
+            visible &= (qpos[:, None] - kpos) < sliding_window
         p = torch.softmax(s.masked_fill_(~visible, float("-inf")), dim=-1)
         o = torch.matmul(p.view(kv_heads, rep * ROWS, b), vf)  # [Hkv, rep * ROWS, Dv]
-        o = o.view(heads, ROWS, -1)[:, :rows].transpose(0, 1)  # [rows, H, Dv]
+        o = o.view(heads, ROWS, -1)[:, slots].transpose(0, 1)  # [rows, H, Dv]
         out[0, i:j] = o.to(query.dtype)
         i = j
     return out, None
@@ -266,24 +301,134 @@ def _with_invariant_attention(module: torch.nn.Module) -> None:
 # ----------------------------------------------------------------------------- the view
 
 
-def _linears_view(module: torch.nn.Module, pack: bool) -> torch.nn.Module:
+def _linears_view(module: torch.nn.Module, pack: bool, invariant: bool) -> torch.nn.Module:
     """A shallow copy of module whose nn.Linear descendants run as PackedLinear (modules with
     no linear descendant are shared as they are)."""
     if isinstance(module, torch.nn.Linear):
-        return PackedLinear(module, pack)
+        return PackedLinear(module, pack, invariant)
     if not any(isinstance(m, torch.nn.Linear) for m in module.modules()):
         return module
     new = copy.copy(module)
     new._modules = {
-        name: (_linears_view(child, pack) if child is not None else None)
+        name: (_linears_view(child, pack, invariant) if child is not None else None)
         for name, child in module._modules.items()
     }
     return new
 
 
-def fast_view(model: torch.nn.Module, pack: bool) -> torch.nn.Module:
-    """The model with PackedLinear layers and, with `pack`, batch-invariant attention."""
-    view = _linears_view(model, pack)
-    if pack:
+def fast_view(
+    model: torch.nn.Module,
+    pack: bool,
+    invariant: bool | None = None,
+    *,
+    attention: bool | None = None,
+) -> torch.nn.Module:
+    """The model with PackedLinear layers; with `invariant` (default: `pack`), fixed-row
+    products and batch-invariant attention (`attention` overrides the latter, for comparisons:
+    the view before invariance by construction packed with invariant attention)."""
+    invariant = pack if invariant is None else invariant
+    view = _linears_view(model, pack, invariant)
+    if invariant if attention is None else attention:
         _with_invariant_attention(view)
     return view
+
+
+# ----------------------------------------------------------------------------- measurement
+
+
+def _time_pair(lms: dict, ids: list[int], n: int, reps: int, warmup: int) -> dict:
+    """Paired, interleaved timings (ms) of extending each CachedLM in lms by ids[:n] (then rolling
+    back), alternating which path goes first; warm-up rounds are not kept."""
+    import statistics
+    import time
+
+    times: dict[str, list[float]] = {name: [] for name in lms}
+    names = list(lms)
+    for rep in range(warmup + reps):
+        for name in names if rep % 2 == 0 else names[::-1]:
+            lm = lms[name]
+            keep = len(lm)
+            t0 = time.perf_counter()
+            lm.extend(ids[:n], n)
+            dt = time.perf_counter() - t0
+            lm.rollback(keep)
+            if rep >= warmup:
+                times[name].append(dt * 1e3)
+    out: dict = {
+        name: {"median_ms": statistics.median(t), "min_ms": min(t), "n": len(t)}
+        for name, t in times.items()
+    }
+    old, new = times[names[0]], times[names[1]]
+    out["ratio_median"] = statistics.median(b / a for a, b in zip(old, new, strict=True))
+    return out
+
+
+def measure(reps: int = 20, warmup: int = 3, context: int = 128, threads: int | None = None):
+    """Per dtype this CPU serves (float32; bfloat16 where oneDNN packs): a 1-token decode step
+    and a 5-position verification of the embedded Gemma, after `context` cached tokens, on the
+    old fast path and the invariant one. The old path: rows as given (float32: the stock
+    kernels and SDPA; bfloat16: packed products over the call's rows with invariant attention,
+    i.e. the previous view without the probe's few fixed-row shapes). Returns a dict."""
+    import platform
+
+    from specdec_lib.cache import CachedLM
+    from specdec_lib.models import load_model
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    dtypes = ["float32"] + (["bfloat16"] if packing_available(torch.bfloat16) else [])
+    result: dict = {
+        "measure": "fastpath",
+        "rows": ROWS,
+        "threads": torch.get_num_threads(),
+        "machine": platform.machine(),
+        "processor": platform.processor(),
+        "torch": torch.__version__,
+        "bfloat16_packing": packing_available(torch.bfloat16),
+        "context": context,
+        "reps": reps,
+        "warmup": warmup,
+        "dtypes": {},
+    }
+    for name in dtypes:
+        loaded = load_model("embedded", dtype=name, device="cpu")
+        pack = name != "float32"
+        old = CachedLM(loaded.model, invariant=False)
+        old._runner = fast_view(loaded.model, pack, invariant=False, attention=pack)
+        new = CachedLM(loaded.model, invariant=True)
+        g = torch.Generator().manual_seed(0)
+        ids = torch.randint(3, int(loaded.vocab_size), (context + 5,), generator=g).tolist()
+        with torch.inference_mode():
+            for lm in (old, new):
+                lm.reset()
+                lm.extend(ids[:context], 1)
+            tail = ids[context:]
+            result["dtypes"][name] = {
+                "decode_1": _time_pair({"old": old, "invariant": new}, tail, 1, reps, warmup),
+                "verify_5": _time_pair({"old": old, "invariant": new}, tail, 5, reps, warmup),
+            }
+        del old, new, loaded
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--measure", action="store_true", help="time old vs invariant path per dtype")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--context", type=int, default=128)
+    ap.add_argument("--threads", type=int, default=None)
+    args = ap.parse_args(argv)
+    if not args.measure:
+        ap.print_help()
+        return 2
+    out = measure(args.reps, args.warmup, args.context, args.threads)
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

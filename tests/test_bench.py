@@ -156,30 +156,6 @@ needs_packing = pytest.mark.skipif(not packing_available(), reason="oneDNN packi
 
 
 @needs_packing
-@pytest.mark.parametrize("threads", [1, 2])
-def test_bfloat16_fast_path_is_batch_invariant(threads):
-    """A position's logits are the same bits whether it is scored alone or inside a
-    verification of up to 17 positions: across bucket edges, the sliding window and growth."""
-    model = tiny_gemma(5, 4, vocab=BYTE_VOCAB, dtype=torch.bfloat16, window=16)
-    ids = [int(i) for i in torch.randint(3, BYTE_VOCAB, (330,), generator=torch.Generator())]
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        lm = CachedLM(model)
-        assert lm.packed
-        for start, k in [(1, 3), (20, 9), (60, 5), (62, 17), (127, 2), (250, 12), (300, 16)]:
-            lm.reset()
-            lm.extend(ids[:start], 1)
-            alone = [lm.extend([ids[start + j]], 1)[0].clone() for j in range(k)]
-            lm.rollback(start)
-            together = lm.extend(ids[start : start + k], k)
-            for j in range(k):
-                assert torch.equal(alone[j], together[j]), (start, k, j)
-    finally:
-        torch.set_num_threads(before)
-
-
-@needs_packing
 def test_bfloat16_fast_path_stays_close_to_the_stock_model():
     model = tiny_gemma(6, 4, vocab=BYTE_VOCAB, dtype=torch.bfloat16, window=16)
     ids = [int(i) for i in torch.randint(3, BYTE_VOCAB, (300,), generator=torch.Generator())]

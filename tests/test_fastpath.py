@@ -20,6 +20,8 @@ from specdec_lib.fastpath import (
     positions_end,
 )
 
+pytestmark = pytest.mark.usefixtures("single_thread")  # tests that want 2 threads say so
+
 BYTE_VOCAB = 3 + 256
 N_POSITIONS = 400
 KS = (2, 5, 9, 16, 17)

@@ -59,7 +59,8 @@ from specdec_lib import runtime
 from specdec_lib.analysis import stats
 from specdec_lib.cache import CachedLM
 from specdec_lib.config import SamplingConfig, SpecConfig
-from specdec_lib.drafters import SELF_KEEP, SELF_LAYERS, BigramDrafter, Drafter, NgramDrafter
+from specdec_lib.drafters import SELF_KEEP, SELF_LAYERS, Drafter
+from specdec_lib.drafters.registry import PRESETS, DraftContext, build
 from specdec_lib.errors import SpecdecError
 from specdec_lib.experiments import BASELINE, Arm, Method, run_paired, summarize
 from specdec_lib.generate import Generator, fit_ids_for
@@ -91,92 +92,29 @@ class Config:
     k: int
 
 
-# Our best lossless configurations on the embedded Gemma 3 270M: prompt lookup of a repeated
-# bigram or trigram (a one-token match is noise) at the full K, else the shared-body drafter.
-# Measured in float32 on the 2-core AVX2 CPU, context 100, all token-identical: 128 new tokens
-# (3 prompts) K = 8 with 4 shared-body tokens 1.89x (lookup+bigram 1.70x, n-gram at K = 8
-# 1.64x); 32 new tokens (4 prompts) K = 4 with 3 shared-body tokens 1.52x (shared alone 1.47x).
-BEST_LONG = Config("best", "lookup+shared:4:2", 8)
-BEST_SHORT = Config("best_short", "lookup+shared:3:2", 4)
+# Our best lossless configurations on the embedded Gemma 3 270M (prompt lookup of a repeated
+# bigram or trigram at the full K, else the shared-body drafter): the registry's presets, so that
+# `generate --draft best` runs what the benchmark measured.
+BEST_LONG = Config("best", PRESETS["best"].spec, PRESETS["best"].k)
+BEST_SHORT = Config("best_short", PRESETS["best_short"].spec, PRESETS["best_short"].k)
 # Tree verification (`drafters.tree`): every earlier match of the suffix and the bigram's two top
 # successors in one call of at most 16 nodes, the shared-body chain when nothing matches. Not
 # yet measured on a quiet machine: an arm of its own beside `best`.
 TREE_LONG = Config("tree", "tree+shared:16:4", 8)
 
 
-def shared(loaded: LoadedModel, fit_ids: Callable[[], list[int]]) -> Drafter:
-    """The library's shared-body drafter, its head scaled down for models smaller than 270M."""
-    from specdec_lib.drafters import build_drafter
-
-    return build_drafter(
-        f"shared:{min(SELF_KEEP, max(loaded.vocab_size // 2, 1))}", loaded, fit_ids=fit_ids
-    )
-
-
-def make_drafter(spec: str, loaded: LoadedModel, fit_ids: Callable[[], list[int]]) -> Drafter:
-    """Drafters by spec: the library's (`drafters.build_drafter`) plus `ngram:MAX[+bigram]`
-    (lookup matching up to MAX tokens), `lookup+bigram:KFB[:MIN]` / `lookup+shared:KFB[:MIN]`
-    (lookup of an n-gram of at least MIN tokens, 1 by default, at the full K, else KFB bigram or
-    shared-body tokens: `drafters.lookup.LookupDrafter`) and
-    `adaptive:KSTART:KMAX:SPEC` (SPEC with `drafters.adaptive.AdaptiveDrafter`'s K, capped by
-    the run's K)."""
-    from specdec_lib.drafters import build_drafter
-    from specdec_lib.drafters.lookup import LookupDrafter
-
-    kind, _, rest = spec.partition(":")
-    if kind == "adaptive":
-        parts = rest.split(":", 2)
-        if len(parts) < 3 or not (parts[0].isdigit() and parts[1].isdigit()):
-            raise SpecdecError(f"unknown bench drafter {spec!r}: use adaptive:KSTART:KMAX:SPEC")
-        from specdec_lib.drafters.adaptive import AdaptiveDrafter
-
-        inner = make_drafter(parts[2], loaded, fit_ids)
-        return AdaptiveDrafter(inner, k_start=int(parts[0]), k_max=int(parts[1]))
-
-    def bigram() -> BigramDrafter:
-        return BigramDrafter.fit(fit_ids(), loaded.vocab_size)
-
-    if kind in ("lookup", "lookup+bigram", "lookup+shared"):
-        args = rest.split(":") if rest else []
-        if len(args) > 2 or not all(a.isdigit() for a in args):
-            raise SpecdecError(f"unknown bench drafter {spec!r}: use {kind}[:KFB[:MIN_NGRAM]]")
-        k_fb = int(args[0]) if args else 2
-        min_ngram = max(1, min(int(args[1]), 3)) if len(args) > 1 else 1
-        fallback = {"lookup+bigram": bigram, "lookup+shared": lambda: shared(loaded, fit_ids)}
-        return LookupDrafter(
-            fallback[kind]() if kind in fallback else None, k_fallback=k_fb, min_ngram=min_ngram
-        )
-    if kind in ("tree+shared", "tree+bigram"):
-        args = rest.split(":") if rest else []
-        if len(args) > 2 or not all(a.isdigit() and int(a) > 0 for a in args):
-            raise SpecdecError(f"unknown bench drafter {spec!r}: use {kind}[:NODES[:KFB]]")
-        from specdec_lib.drafters.tree import TreeDrafter
-
-        nodes = int(args[0]) if args else 16
-        k_fb = int(args[1]) if len(args) > 1 else 2
-        fb = shared(loaded, fit_ids) if kind == "tree+shared" else None
-        return TreeDrafter.fit(
-            fit_ids(),
-            loaded.vocab_size,
-            2,
-            corpus=True,
-            max_nodes=nodes,
-            k_fallback=k_fb,
-            fallback=fb,
-        )
-    if kind == "ngram" and rest:
-        size, _, fallback = rest.partition("+")
-        if not size.isdigit() or fallback not in ("", "bigram"):
-            raise SpecdecError(f"unknown bench drafter {spec!r}")
-        return NgramDrafter(max_ngram=int(size), fallback=bigram() if fallback else None)
-    return build_drafter(spec, loaded, fit_ids=fit_ids)
+def make_drafter(
+    spec: str, loaded: LoadedModel, fit_ids: Callable[[], list[int]], k: int = 4
+) -> Drafter:
+    """A drafter by spec, through the one grammar (`drafters.registry`); k: the run's K."""
+    return build(spec, DraftContext(loaded, fit_ids, k=k))
 
 
 # ----------------------------------------------------------------------------- arms
 
 
 def _ours(loaded: LoadedModel, cfg: Config, fit_ids) -> Arm:
-    drafter = make_drafter(cfg.draft, loaded, fit_ids)
+    drafter = make_drafter(cfg.draft, loaded, fit_ids, cfg.k)
     return Arm(Method(cfg.name, cfg.draft, cfg.k), Generator.from_loaded(loaded, drafter))
 
 

@@ -40,6 +40,9 @@ def _seed(text: str) -> int:
         raise argparse.ArgumentTypeError(msg) from None
 
 
+DEFAULT_K = 4  # when neither --k nor a preset gives K
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, not usage + message
         raise SpecdecError(message)
@@ -60,9 +63,15 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--draft",
         default="none",
-        help="none, bigram, ngram, ngram+bigram, self, shared, tree, model:ID",
+        help="a drafter spec or preset (specdec_lib/drafters/registry.py): none, bigram, ngram, "
+        "self:18:16384, lookup+shared:4:2, adaptive:self, model:ID, best, best_short, ...",
     )
-    g.add_argument("--k", type=int, default=4, help="draft length K")
+    g.add_argument(
+        "--k",
+        type=int,
+        default=None,
+        help="draft length K (default: the preset's K for a preset such as best, else 4)",
+    )
     g.add_argument("--temperature", type=float, default=0.0, help="0 is greedy")
     g.add_argument("--top-k", type=int, default=0)
     g.add_argument("--top-p", type=float, default=1.0)
@@ -162,14 +171,15 @@ def _quiet_loading() -> None:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from specdec_lib.drafters import check_drafter_spec
+    from specdec_lib.drafters.registry import REGISTRY, parse
     from specdec_lib.models import check_model_name
 
     sampling = SamplingConfig(args.temperature, args.top_k, args.top_p, args.seed)
-    spec = SpecConfig(args.k, args.max_new_tokens)
+    draft = parse(args.draft)
+    k = args.k if args.k is not None else (draft.k or DEFAULT_K)  # an explicit --k wins
+    spec = SpecConfig(k, args.max_new_tokens)
     check_model_name(args.target)
-    kind, draft_args = check_drafter_spec(args.draft)
-    if kind == "tree" and not sampling.greedy:
+    if REGISTRY[draft.name].greedy_only and not sampling.greedy:
         from specdec_lib.tree import GREEDY_ONLY
 
         raise SpecdecError(GREEDY_ONLY)
@@ -178,7 +188,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from specdec_lib.runtime import setup
 
     _quiet_loading()
-    gen = Generator.load(args.target, args.draft, dtype=args.dtype, device=args.device)
+    gen = Generator.load(args.target, args.draft, dtype=args.dtype, device=args.device, k=k)
     for p in prompts:  # every prompt fits before the first is generated
         try:
             gen.check_prompt(gen.encode(p.text), spec.max_new_tokens)
@@ -186,11 +196,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
             if args.prompt is not None:
                 raise
             raise SpecdecError(f"prompt file line {p.line}: {e}") from None
-    rows = args.k + 1  # the widest call: K + 1 positions, or a tree's nodes + 1
-    if kind == "tree":
-        from specdec_lib.drafters import TREE_NODES
-
-        rows = max(rows, (int(draft_args[0]) if draft_args else TREE_NODES) + 1)
+    rows = k + 1  # the widest call: K + 1 positions, or a tree's nodes + 1
+    if draft.name.startswith("tree"):
+        rows = max(rows, draft.args[0] + 1)  # tree[+...]:NODES
     setup(gen.target.model, rows)  # threads chosen as the bench and the study do; warm
     for p in prompts:
         out = {"line": p.line, **gen.generate_text(p.text, spec, sampling)}

@@ -64,10 +64,17 @@ class Generator:
         device: str = "auto",
         use_cache: bool = True,
         data_source: str = "auto",
+        k: int = 4,
     ) -> Generator:
         loaded = load_model(target, dtype=dtype, device=device)
         return cls.from_loaded(
-            loaded, draft, dtype=dtype, device=device, use_cache=use_cache, data_source=data_source
+            loaded,
+            draft,
+            dtype=dtype,
+            device=device,
+            use_cache=use_cache,
+            data_source=data_source,
+            k=k,
         )
 
     @classmethod
@@ -80,7 +87,9 @@ class Generator:
         device: str = "auto",
         use_cache: bool = True,
         data_source: str = "auto",
+        k: int = 4,
     ) -> Generator:
+        """draft: a spec (`drafters.registry`) or a drafter; k: the run's K (adaptive's cap)."""
         if isinstance(draft, str):
             draft = build_drafter(
                 draft,
@@ -89,6 +98,7 @@ class Generator:
                 dtype=dtype,
                 device=device,
                 use_cache=use_cache,
+                k=k,
             )
         lm = CachedLM(loaded.model, use_cache=use_cache)
         return cls(loaded, draft, lm, tuple(eos_token_ids(loaded)))

@@ -229,51 +229,42 @@ def _recached(drafter, use_cache: bool):
 
 
 def get_drafter(S: Study, loaded, spec: str, *, use_cache: bool = True, k_max: int = 8):
-    """A drafter for spec (cached per target, spec and cache setting). `adaptive:SPEC` wraps
-    SPEC in the adaptive-K schedule."""
-    from specdec_lib.drafters import build_drafter
+    """A drafter for spec (cached per target, spec and cache setting), through the one grammar
+    (`drafters.registry`); `adaptive:SPEC` takes its schedule from the profile, capped by k_max."""
+    from specdec_lib.drafters.registry import DraftContext, build
     from specdec_lib.generate import fit_ids_for
 
     key = (id(loaded), spec, use_cache, k_max if spec.startswith("adaptive:") else None)
     if key in _DRAFTERS:
         return _DRAFTERS[key]
-    if spec.startswith("adaptive:"):
-        from specdec_lib.drafters.adaptive import AdaptiveDrafter
+    base_key = (id(loaded), spec, True, None)
+    if not use_cache and base_key in _DRAFTERS:
+        d = _recached(_DRAFTERS[base_key], False)
+    elif spec == f"model:{TINY_DRAFT}":
+        from specdec_lib.drafters import ModelDrafter
+        from specdec_lib.models import shared_vocab_size
 
-        ad = S.profile.get("experiments", {}).get("k_sweep", {}).get("adaptive", {})
-        inner = get_drafter(S, loaded, spec.split(":", 1)[1], use_cache=use_cache)
-        d = AdaptiveDrafter(
-            inner,
-            k_start=int(ad.get("k_start", 4)),
-            k_min=int(ad.get("k_min", 1)),
-            k_max=k_max,
+        draft = tiny_draft(S, loaded)
+        d = ModelDrafter(
+            draft.model,
+            vocab_size=shared_vocab_size(loaded, draft),
+            use_cache=use_cache,
+            tokenizer=draft.tokenizer,
         )
     else:
-        base_key = (id(loaded), spec, True, None)
-        if not use_cache and base_key in _DRAFTERS:
-            d = _recached(_DRAFTERS[base_key], False)
-        elif spec == f"model:{TINY_DRAFT}":
-            from specdec_lib.drafters import ModelDrafter
-            from specdec_lib.models import shared_vocab_size
-
-            draft = tiny_draft(S, loaded)
-            d = ModelDrafter(
-                draft.model,
-                vocab_size=shared_vocab_size(loaded, draft),
-                use_cache=use_cache,
-                tokenizer=draft.tokenizer,
-            )
-        else:
-            d = build_drafter(
-                spec,
-                loaded,
-                fit_ids=lambda: fit_ids_for(
-                    loaded.tokenizer, S.profile.get("data_source", "auto"), SPLIT_SEED
-                ),
-                dtype=S.profile.get("dtype", "auto"),
-                device=S.profile.get("device", "auto"),
-                use_cache=use_cache,
-            )
+        ad = S.profile.get("experiments", {}).get("k_sweep", {}).get("adaptive", {})
+        ctx = DraftContext(
+            loaded,
+            lambda: fit_ids_for(loaded.tokenizer, S.profile.get("data_source", "auto"), SPLIT_SEED),
+            dtype=S.profile.get("dtype", "auto"),
+            device=S.profile.get("device", "auto"),
+            use_cache=use_cache,
+            k=k_max,
+            k_start=int(ad.get("k_start", 4)),
+            k_min=int(ad.get("k_min", 1)),
+            build_inner=lambda inner: get_drafter(S, loaded, inner, use_cache=use_cache),
+        )
+        d = build(spec, ctx)
     _DRAFTERS[key] = d
     return d
 
@@ -1721,11 +1712,11 @@ def assistant_for(S: Study, loaded):
     if spec.startswith("model:"):  # the draft our arm already loaded: no second copy in memory
         drafter = get_drafter(S, loaded, spec)
         return drafter.lm.model, drafter.tokenizer or loaded.tokenizer
-    from specdec_lib.drafters import SELF_LAYERS
+    from specdec_lib.drafters.registry import parse
     from specdec_lib.drafters.self_draft import early_exit_model
 
-    args = spec.split(":")[1:]
-    return early_exit_model(loaded.model, int(args[0]) if args else SELF_LAYERS), loaded.tokenizer
+    layers = parse(spec).args[0]  # self[:LAYERS[:KEEP]]
+    return early_exit_model(loaded.model, layers), loaded.tokenizer
 
 
 HF_ARMS = {"hf-greedy": "greedy", "hf-prompt-lookup": "prompt_lookup", "hf-assisted": "assisted"}

@@ -47,3 +47,6 @@ class AdaptiveDrafter(Drafter):
             elif 2 * n_accepted < n_proposed:
                 self.k = max(self.k - 1, self.k_min)  # rejected in its first half: shorter
         self.inner.observe(seq, n_proposed, n_accepted)
+
+    def predictor(self):
+        return self.inner.predictor()

@@ -15,6 +15,7 @@ Knows nothing about the verifier or the target model.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -66,6 +67,11 @@ class Drafter(ABC):
 
     def observe(self, seq: list[int], n_proposed: int, n_accepted: int) -> None:  # noqa: B027
         """Feedback after a verification; seq already includes the emitted tokens."""
+
+    def predictor(self) -> Callable[[list[int]], list[int]] | None:
+        """Teacher-forced greedy guesses: predict(ids)[j] is the drafter's first greedy token
+        after ids[: j + 1] (-1: no guess). None where the drafter cannot say without decoding."""
+        return None
 
 
 class NoDrafter(Drafter):

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from specdec_lib.drafters.base import Draft, Drafter
+from specdec_lib.drafters.registry import DraftContext, register
 from specdec_lib.errors import SpecdecError
 
 
@@ -54,3 +55,11 @@ class BigramDrafter(Drafter):
             last = self.next_of(last)
             out.append(last)
         return Draft(out)
+
+    def predictor(self):
+        return lambda ids: [self.next_of(t) for t in ids]
+
+
+@register("bigram")
+def _bigram(args, ctx: DraftContext) -> BigramDrafter:
+    return BigramDrafter.fit(ctx.fit_ids(), ctx.target.vocab_size)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from specdec_lib.drafters.base import Draft, Drafter
 from specdec_lib.drafters.ngram import NgramDrafter
+from specdec_lib.drafters.registry import DraftContext, ints, register
 from specdec_lib.errors import SpecdecError
 
 
@@ -56,3 +57,32 @@ class LookupDrafter(Drafter):
     def observe(self, seq: list[int], n_proposed: int, n_accepted: int) -> None:
         if self.fallback is not None:
             self.fallback.observe(seq, n_proposed, n_accepted)
+
+
+def _lookup_args(rest: str) -> tuple[int, int]:
+    """KFB (fallback tokens, 2 by default) and MIN (shortest n-gram, 1; at most 3)."""
+    args = ints(rest, 2, minimum=0)
+    k_fb = args[0] if args else 2
+    min_ngram = max(1, min(args[1], 3)) if len(args) > 1 else 1
+    return k_fb, min_ngram
+
+
+def _fallback_of(name: str, ctx: DraftContext) -> Drafter | None:
+    from specdec_lib.drafters.bigram import BigramDrafter
+    from specdec_lib.drafters.self_draft import SELF_KEEP
+    from specdec_lib.drafters.shared import shared_drafter
+
+    if name == "lookup+bigram":
+        return BigramDrafter.fit(ctx.fit_ids(), ctx.target.vocab_size)
+    if name == "lookup+shared":  # its head scaled down for models smaller than the embedded one
+        return shared_drafter(ctx, min(SELF_KEEP, max(ctx.target.vocab_size // 2, 1)))
+    return None
+
+
+for _name in ("lookup", "lookup+bigram", "lookup+shared"):
+
+    def _lookup(args, ctx: DraftContext, _name: str = _name) -> LookupDrafter:
+        k_fb, min_ngram = args
+        return LookupDrafter(_fallback_of(_name, ctx), k_fallback=k_fb, min_ngram=min_ngram)
+
+    register(_name, forms=(f"{_name}[:KFB[:MIN]]",), parse=_lookup_args)(_lookup)

@@ -20,6 +20,7 @@ import torch
 
 from specdec_lib.cache import CachedLM
 from specdec_lib.drafters.base import Draft, Drafter
+from specdec_lib.drafters.registry import DraftContext, model_path, register
 from specdec_lib.sampling import logits_to_probs, sample
 
 
@@ -96,3 +97,33 @@ class ModelDrafter(Drafter):
             if i + 1 < k:
                 logits = self.lm.extend([tok], 1)
         return Draft(tokens, torch.stack(qs) if qs else None)
+
+    def predictor(self):
+        model, vsize, tmap = self.lm.model, self.lm.vocab_size, self.token_map
+
+        def predict(ids: list[int]) -> list[int]:
+            from specdec_lib.cache import check_finite
+
+            dev = next(model.parameters()).device
+            fed = torch.tensor([self.embeddable(list(ids))], device=dev)  # [1, n]
+            with torch.inference_mode():
+                logits = model(input_ids=fed, use_cache=False).logits  # [1, n, V]
+            logits = logits[0] if vsize is None else logits[0, :, :vsize]
+            check_finite(logits, self.lm.dtype)  # NaN would argmax to a token silently
+            best = logits.argmax(-1)
+            return (tmap[best] if tmap is not None else best).tolist()
+
+        return predict
+
+
+@register("model", forms=("model:ID_OR_PATH",), parse=lambda rest: (model_path(rest),))
+def _model(args, ctx: DraftContext) -> ModelDrafter:
+    from specdec_lib.models import load_model, shared_vocab_size
+
+    draft = load_model(args[0], dtype=ctx.dtype, device=ctx.device)
+    return ModelDrafter(
+        draft.model,
+        vocab_size=shared_vocab_size(ctx.target, draft),
+        use_cache=ctx.use_cache,
+        tokenizer=draft.tokenizer,
+    )

@@ -18,7 +18,13 @@ import numpy as np
 import torch
 
 from specdec_lib.drafters.model import ModelDrafter
+from specdec_lib.drafters.registry import DraftContext, ints, register
 from specdec_lib.errors import SpecdecError
+
+# The default self-draft (`self`): all 18 layers of the embedded Gemma 3 270M with the LM head
+# pruned to the 16,384 most frequent ids of the fit split (the results hold what it measured).
+SELF_LAYERS = 18
+SELF_KEEP = 16384
 
 
 def _shallow(module: torch.nn.Module) -> torch.nn.Module:
@@ -121,3 +127,18 @@ class SelfDrafter(ModelDrafter):
             super().__init__(draft, vocab_size=vocab_size, use_cache=use_cache)
         self.n_layers = n_layers
         self.keep = None if keep_ids is None else int(keep_ids.numel())
+
+
+def _self_args(rest: str) -> tuple[int, int]:
+    args = ints(rest, 2)
+    return (args[0] if args else SELF_LAYERS), (args[1] if len(args) > 1 else SELF_KEEP)
+
+
+@register("self", forms=("self[:LAYERS[:KEEP]]",), parse=_self_args)
+def _self(args, ctx: DraftContext) -> SelfDrafter:
+    layers, keep = args
+    v = ctx.target.vocab_size
+    keep_ids = frequent_ids(ctx.fit_ids(), v, keep) if keep < v else None
+    return SelfDrafter(
+        ctx.target.model, n_layers=layers, vocab_size=v, keep_ids=keep_ids, use_cache=ctx.use_cache
+    )

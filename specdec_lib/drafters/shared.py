@@ -30,7 +30,8 @@ import torch
 
 from specdec_lib.drafters.base import Draft, Drafter
 from specdec_lib.drafters.model import choose
-from specdec_lib.drafters.self_draft import pruned_linear
+from specdec_lib.drafters.registry import DraftContext, ints, register
+from specdec_lib.drafters.self_draft import SELF_KEEP, frequent_ids, pruned_linear
 from specdec_lib.errors import SpecdecError
 
 if TYPE_CHECKING:
@@ -88,3 +89,14 @@ class SharedBodyDrafter(Drafter):
                 qs.append(q)
             hidden.append(t.hidden([tok]))
         return Draft(tokens, torch.stack(qs) if qs else None, torch.cat(hidden))  # [k + 1, H]
+
+
+def shared_drafter(ctx: DraftContext, keep: int) -> SharedBodyDrafter:
+    """The shared-body drafter keeping the `keep` most frequent ids (at most the vocabulary)."""
+    v = ctx.target.vocab_size
+    return SharedBodyDrafter(frequent_ids(ctx.fit_ids(), v, min(keep, v)), v)
+
+
+@register("shared", forms=("shared[:KEEP]",), parse=lambda rest: ints(rest, 1) or (SELF_KEEP,))
+def _shared(args, ctx: DraftContext) -> SharedBodyDrafter:
+    return shared_drafter(ctx, args[0])

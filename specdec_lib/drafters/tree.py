@@ -24,6 +24,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from specdec_lib.drafters.base import Draft, Drafter
+from specdec_lib.drafters.registry import DraftContext, ints, register
 from specdec_lib.errors import SpecdecError
 from specdec_lib.tree import GREEDY_ONLY, build_tree
 
@@ -186,3 +187,45 @@ class TreeDrafter(Drafter):
         chains = matches + self.bigram_chains(seq[-1], k)
         tree = build_tree(chains, self.max_nodes)
         return Draft(tree.tokens, parents=tree.parents) if tree.tokens else Draft([])
+
+
+TREE_NODES = 16  # nodes per verification
+TREE_BRANCH = 2  # bigram successors of the last token
+
+
+def _tree_args(rest: str) -> tuple[int, int]:
+    args = ints(rest, 2)
+    return (args[0] if args else TREE_NODES), (args[1] if len(args) > 1 else TREE_BRANCH)
+
+
+@register("tree", forms=("tree[:NODES[:BRANCH]]",), parse=_tree_args, greedy_only=True)
+def _tree(args, ctx: DraftContext) -> TreeDrafter:
+    nodes, branch = args
+    return TreeDrafter.fit(
+        ctx.fit_ids(), ctx.target.vocab_size, branch, corpus=True, max_nodes=nodes
+    )
+
+
+def _tree_fb_args(rest: str) -> tuple[int, int]:
+    args = ints(rest, 2)
+    return (args[0] if args else TREE_NODES), (args[1] if len(args) > 1 else 2)
+
+
+for _name in ("tree+shared", "tree+bigram"):
+
+    def _tree_fb(args, ctx: DraftContext, _name: str = _name) -> TreeDrafter:
+        """NODES nodes, else KFB tokens of the shared-body chain (`tree+shared`); `tree+bigram`
+        has the bigram successors in its tree and no chain."""
+        from specdec_lib.drafters.self_draft import SELF_KEEP
+        from specdec_lib.drafters.shared import shared_drafter
+
+        nodes, k_fb = args
+        v = ctx.target.vocab_size
+        fb = shared_drafter(ctx, min(SELF_KEEP, max(v // 2, 1))) if _name == "tree+shared" else None
+        return TreeDrafter.fit(
+            ctx.fit_ids(), v, 2, corpus=True, max_nodes=nodes, k_fallback=k_fb, fallback=fb
+        )
+
+    register(_name, forms=(f"{_name}[:NODES[:KFB]]",), parse=_tree_fb_args, greedy_only=True)(
+        _tree_fb
+    )

@@ -1,0 +1,206 @@
+"""The one drafter grammar (`drafters.registry`): every form builds the drafter it names, every
+configuration the bench and the study run is accepted by `generate --draft`, presets carry their
+K into the CLI, and bad specs give one line naming the spec and the valid forms."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from conftest import VOCAB, random_prompt, stepwise_greedy
+
+from specdec_lib import bench
+from specdec_lib.cache import CachedLM
+from specdec_lib.cli import main
+from specdec_lib.decode import speculative_decode
+from specdec_lib.drafters import (
+    AdaptiveDrafter,
+    BigramDrafter,
+    LookupDrafter,
+    ModelDrafter,
+    NgramDrafter,
+    NoDrafter,
+    SelfDrafter,
+    SharedBodyDrafter,
+    TreeDrafter,
+    build_drafter,
+)
+from specdec_lib.drafters.registry import PRESETS, DraftContext, build, parse
+from specdec_lib.errors import SpecdecError
+from specdec_lib.models import LoadedModel
+
+ROOT = Path(__file__).resolve().parents[1]
+FIT = [i % VOCAB for i in range(7, 700, 3)]
+
+
+@pytest.fixture(scope="module")
+def loaded(target64) -> LoadedModel:
+    return LoadedModel(target64, None, "tiny", torch.float64, torch.device("cpu"), VOCAB)
+
+
+def ctx(loaded: LoadedModel, **kw) -> DraftContext:
+    return DraftContext(loaded, lambda: FIT, **kw)
+
+
+FORMS = [
+    ("none", NoDrafter, {}),
+    ("bigram", BigramDrafter, {}),
+    ("ngram", NgramDrafter, {"max_ngram": 3, "fallback": None}),
+    ("ngram:5", NgramDrafter, {"max_ngram": 5, "fallback": None}),
+    ("ngram:2+bigram", NgramDrafter, {"max_ngram": 2}),
+    ("ngram+bigram", NgramDrafter, {"max_ngram": 3}),
+    ("lookup", LookupDrafter, {"k_fallback": 2, "fallback": None}),
+    ("lookup:3:2", LookupDrafter, {"k_fallback": 3}),
+    ("lookup+bigram:1", LookupDrafter, {"k_fallback": 1}),
+    ("lookup+shared:4:2", LookupDrafter, {"k_fallback": 4}),
+    ("self:2", SelfDrafter, {"n_layers": 2, "keep": None}),
+    ("self:3:40", SelfDrafter, {"n_layers": 3, "keep": 40}),
+    ("shared:30", SharedBodyDrafter, {}),
+    ("adaptive:bigram", AdaptiveDrafter, {"k_start": 4, "k_max": 6}),
+    ("adaptive:2:5:ngram+bigram", AdaptiveDrafter, {"k_start": 2, "k_max": 5}),
+    ("best", LookupDrafter, {"k_fallback": 4}),
+    ("tree", TreeDrafter, {}),
+    ("tree:8:3", TreeDrafter, {}),
+    ("tree+shared:16:4", TreeDrafter, {}),
+    ("tree+bigram", TreeDrafter, {}),
+    ("best_short", LookupDrafter, {"k_fallback": 3}),
+]
+
+
+@pytest.mark.parametrize(("spec", "cls", "attrs"), FORMS)
+def test_every_form_builds_the_drafter_it_names(loaded, spec, cls, attrs):
+    drafter = build(spec, ctx(loaded, k=6))
+    assert type(drafter) is cls
+    for name, value in attrs.items():
+        assert getattr(drafter, name) == value, name
+
+
+def test_nested_and_fallback_drafters_are_the_right_kinds(loaded):
+    assert isinstance(build("ngram:2+bigram", ctx(loaded)).fallback, BigramDrafter)
+    assert isinstance(build("lookup+bigram", ctx(loaded)).fallback, BigramDrafter)
+    best = build("best", ctx(loaded))
+    assert isinstance(best.fallback, SharedBodyDrafter) and best.lookup.min_ngram == 2
+    assert best.fallback.keep_ids.numel() == VOCAB // 2  # scaled down for a small vocabulary
+    ad = build("adaptive:2:5:ngram+bigram", ctx(loaded))
+    assert isinstance(ad.inner, NgramDrafter) and isinstance(ad.inner.fallback, BigramDrafter)
+    assert isinstance(build("self:2", ctx(loaded)), ModelDrafter)
+
+
+def test_adaptive_takes_its_cap_from_the_run_and_its_inner_drafter_from_the_caller(loaded):
+    inner = BigramDrafter.fit(FIT, VOCAB)
+    d = build("adaptive:bigram", ctx(loaded, k=3, k_start=4, build_inner=lambda s: inner))
+    assert d.inner is inner and (d.k_start, d.k_min, d.k_max) == (3, 1, 3)
+
+
+def test_presets_carry_the_benchmarks_best_configurations():
+    assert (PRESETS["best"].spec, PRESETS["best"].k) == ("lookup+shared:4:2", 8)
+    assert (PRESETS["best_short"].spec, PRESETS["best_short"].k) == ("lookup+shared:3:2", 4)
+    assert (bench.BEST_LONG.draft, bench.BEST_LONG.k) == ("lookup+shared:4:2", 8)
+    assert (bench.BEST_SHORT.draft, bench.BEST_SHORT.k) == ("lookup+shared:3:2", 4)
+    assert parse("best").k == 8 and parse("lookup+shared:4:2").k is None
+    assert parse("self").args == (18, 16384) and parse("shared").args == (16384,)
+
+
+def test_the_best_preset_is_lossless_at_its_k(target64, loaded):
+    prompt = random_prompt(3, 9) * 2
+    drafter = build("best", ctx(loaded))
+    out = speculative_decode(
+        CachedLM(target64), drafter, prompt, k=parse("best").k, max_new_tokens=14
+    )
+    assert out.tokens == stepwise_greedy(target64, prompt, 14)
+
+
+def study_and_bench_specs() -> set[str]:
+    specs = {"none", bench.BEST_LONG.draft, bench.BEST_SHORT.draft, "ngram", "best", "best_short"}
+    specs.add(bench.TREE_LONG.draft)
+    for profile in sorted((ROOT / "profiles").glob("*.yaml")):
+        drafts = yaml.safe_load(profile.read_text())["drafts"]
+        for role, spec in drafts.items():
+            for s in [spec] if isinstance(spec, str) else spec or []:
+                specs.add(s)
+                if role == "transformer":
+                    specs.add(f"adaptive:{s}")  # the study's adaptive-K arm
+    return specs
+
+
+@pytest.mark.parametrize("spec", sorted(study_and_bench_specs()))
+def test_every_bench_and_study_configuration_is_accepted_by_generate(capsys, spec):
+    """The spec is checked before the prompt file is read: the error must be about the file."""
+    code = main(["generate", "--target", "embedded", "--draft", spec, "--prompt-file", "/no/p"])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot read prompt file" in err, err
+
+
+def test_the_benchs_self_spec_is_accepted(loaded):
+    assert parse(bench._self_spec(loaded)).name == "self"
+
+
+@pytest.mark.parametrize(
+    ("extra", "k"), [([], 8), (["--k", "3"], 3)], ids=["preset K", "explicit --k wins"]
+)
+def test_the_cli_uses_a_presets_k_unless_k_is_given(monkeypatch, extra, k):
+    seen = {}
+
+    class FakeGenerator:
+        @classmethod
+        def load(cls, target, draft, **kw):
+            seen.update(kw, draft=draft)
+            raise SpecdecError("stop here")
+
+    import specdec_lib.generate
+
+    monkeypatch.setattr(specdec_lib.generate, "Generator", FakeGenerator)
+    assert (
+        main(["generate", "--target", "embedded", "--draft", "best", "--prompt", "x", *extra]) == 2
+    )
+    assert seen == {"draft": "best", "dtype": "auto", "device": "auto", "k": k}
+
+
+BAD = [
+    "self:²",
+    "model:.",
+    "self:0",
+    "unicorn",
+    "self:",
+    "self:1:2:3",
+    "ngram:2+trigram",
+    "adaptive:4:8",
+    "adaptive:5:2:bigram",
+    "adaptive:adaptive:bigram",
+    "shared:x",
+    "",
+    " ",
+    "lookup+shared:-1",
+    "model:/no/such/dir",
+    "model:a b",
+]
+
+
+@pytest.mark.parametrize("spec", BAD)
+def test_a_bad_spec_is_one_line_naming_it_and_the_valid_forms(capsys, spec):
+    with pytest.raises(SpecdecError) as e:
+        parse(spec)
+    msg = str(e.value)
+    assert "\n" not in msg and repr(spec) in msg and "self[:LAYERS[:KEEP]]" in msg and "best" in msg
+    code = main(["generate", "--target", "embedded", "--draft", spec, "--prompt", "hi"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and repr(spec) in lines[0]
+
+
+def test_build_drafter_stays_a_thin_wrapper(loaded):
+    d = build_drafter("adaptive:self:2", loaded, fit_ids=lambda: FIT, k=5)
+    assert isinstance(d, AdaptiveDrafter) and d.k_max == 5 and isinstance(d.inner, SelfDrafter)
+
+
+def test_every_drafter_that_can_guess_teacher_forced_says_so(loaded):
+    prompt = random_prompt(1, 12)
+    for spec in ("bigram", "ngram", "self:2", "adaptive:self:2"):
+        predict = build(spec, ctx(loaded)).predictor()
+        assert predict is not None and len(predict(prompt)) == len(prompt)
+    assert (
+        build("self:2", ctx(loaded)).predictor()(prompt)[-1]
+        == stepwise_greedy(build("self:2", ctx(loaded)).lm.model, prompt, 1)[0]
+    )
+    assert build("best", ctx(loaded)).predictor() is None

@@ -7,7 +7,9 @@ a short fallback), `self[:LAYERS[:KEEP]]` (a self-draft of the target with its o
 pruned head), `shared[:KEEP]` (the target's own body on its own cache with a pruned head),
 `model:ID_OR_PATH` (any causal LM sharing the target's tokenizer), `adaptive[:KSTART:KMAX]:SPEC`,
 `tree[:NODES[:BRANCH]]` / `tree+shared` / `tree+bigram` (tree verification, greedy only:
-`drafters.tree`).
+`drafters.tree`); drafts that compute apart from the target: `exit:LAYERS` (early exit, full
+head), `int8` (an int8 copy of the target) and `distilled[:PATH]` (a few layers distilled from
+the target on the fit split: `drafters.distilled`).
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from typing import TYPE_CHECKING
 from specdec_lib.drafters.adaptive import AdaptiveDrafter
 from specdec_lib.drafters.base import Draft, Drafter, NoDrafter
 from specdec_lib.drafters.bigram import BigramDrafter
+from specdec_lib.drafters.distilled import DistilledDrafter
 from specdec_lib.drafters.lookup import LookupDrafter
 from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.drafters.ngram import NgramDrafter
+from specdec_lib.drafters.quantized import Int8Drafter
 from specdec_lib.drafters.registry import DraftContext, build, parse
 from specdec_lib.drafters.self_draft import SELF_KEEP, SELF_LAYERS, SelfDrafter, frequent_ids
 from specdec_lib.drafters.shared import SharedBodyDrafter
@@ -35,6 +39,8 @@ __all__ = [
     "NoDrafter",
     "AdaptiveDrafter",
     "BigramDrafter",
+    "DistilledDrafter",
+    "Int8Drafter",
     "LookupDrafter",
     "NgramDrafter",
     "ModelDrafter",

@@ -142,3 +142,14 @@ def _self(args, ctx: DraftContext) -> SelfDrafter:
     return SelfDrafter(
         ctx.target.model, n_layers=layers, vocab_size=v, keep_ids=keep_ids, use_cache=ctx.use_cache
     )
+
+
+@register("exit", forms=("exit:LAYERS",), parse=lambda rest: ints(rest, 1, least=1))
+def _exit(args, ctx: DraftContext) -> SelfDrafter:
+    """Early exit with the full LM head: the target's first LAYERS layers on their own cache."""
+    return SelfDrafter(
+        ctx.target.model,
+        n_layers=args[0],
+        vocab_size=ctx.target.vocab_size,
+        use_cache=ctx.use_cache,
+    )

@@ -125,6 +125,8 @@ def test_distillation_lowers_the_loss_and_records_its_run(distilled_dir, target3
     assert rec["timing"]["wall_s"] > 0 and rec["source_layers"] == [0, 1]
     assert distilled_dir.parent.name and distilled_dir.name.startswith("distilled-")
     assert json.loads((distilled_dir / D.MARKER).read_text())["layers"] == [0, 1]
+    drafter = drafter_for("distilled", target32, distilled_dir)
+    assert drafter.training_record() == rec  # what the study copies into its results
 
 
 def test_the_draft_shares_the_targets_embeddings_and_head_and_owns_its_layers(

@@ -116,7 +116,11 @@ def study_and_bench_specs() -> set[str]:
     specs = {"none", bench.BEST_LONG.draft, bench.BEST_SHORT.draft, "ngram", "best", "best_short"}
     specs.add(bench.TREE_LONG.draft)
     for profile in sorted((ROOT / "profiles").glob("*.yaml")):
-        drafts = yaml.safe_load(profile.read_text())["drafts"]
+        data = yaml.safe_load(profile.read_text())
+        for exp in (data.get("experiments") or {}).values():  # an experiment's own drafts
+            if isinstance(exp, dict) and isinstance(exp.get("drafts"), dict):
+                specs.update(s for s in exp["drafts"].values() if isinstance(s, str))
+        drafts = data["drafts"]
         for role, spec in drafts.items():
             for s in [spec] if isinstance(spec, str) else spec or []:
                 specs.add(s)

@@ -456,6 +456,10 @@ class DistilledDrafter(ModelDrafter):
         )
         self.directory = Path(directory)
 
+    def training_record(self) -> dict[str, Any]:
+        """How this draft was trained (`training.json`): the study copies it into its results."""
+        return training_record(self.directory)
+
 
 def _distilled_args(rest: str) -> tuple[str | None]:
     if not rest:

@@ -162,8 +162,9 @@ def _runner(lm: CachedLM) -> torch.nn.Module:
     if runner is None:
         from specdec_lib import fastpath
 
-        view = getattr(fastpath, "_linears_view", None)
-        runner = view(lm.model, lm.packed) if view is not None else lm.model
+        # plain packed products over the call's rows: tree rows are not consecutive positions,
+        # so the fixed-slot invariant products do not apply (lossless up to rounding in bf16)
+        runner = fastpath.fast_view(lm.model, lm.packed, invariant=False, attention=False)
         lm._tree_runner = runner
     return runner
 

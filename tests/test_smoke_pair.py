@@ -14,18 +14,11 @@ from pathlib import Path
 import pytest
 from conftest import run_smoke_batch
 
+from specdec_lib import report
+
 pytest.importorskip("papermill")
 
 PROFILE = "smoke-pair"
-NOTEBOOK_EXPERIMENTS = {
-    "01_baseline": ["baseline"],
-    "02_bigram": ["bigram"],
-    "03_transformer_draft": ["transformer_draft"],
-    "04_context_sweep": ["context_sweep", "context_sweep_nocache", "agreement"],
-    "05_k_sweep": ["k_sweep"],
-    "06_sampling": ["sampling"],
-    "07_peers": ["peers"],
-}
 GREEDY = ["baseline", "bigram", "transformer_draft", "context_sweep", "context_sweep_nocache",
           "k_sweep", "peers"]  # fmt: skip
 
@@ -53,7 +46,7 @@ def arms(s: dict) -> dict[str, dict]:
 
 
 def test_every_notebook_ran_and_wrote_its_results(pair_results):
-    for nb, exps in NOTEBOOK_EXPERIMENTS.items():
+    for nb, exps in report.NOTEBOOKS.items():
         assert (pair_results / "notebooks" / f"{nb}.ipynb").is_file()
         for exp in exps:
             for name in ("summary.json", "config.json", "env.json", "per_prompt.csv"):

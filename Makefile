@@ -33,8 +33,8 @@ export TOKENIZERS_PARALLELISM ?= false
 export TQDM_MININTERVAL ?= 10
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH),)
 
-NOTEBOOKS := 01_baseline 02_bigram 03_transformer_draft 04_context_sweep 05_k_sweep \
-             06_sampling 07_peers
+# the one list of notebooks (specdec_lib/results/catalog.py; stdlib only, runs before setup)
+NOTEBOOKS := $(shell PYTHONPATH=$(CURDIR) $(PYTHON) -m specdec_lib.results.catalog)
 OUT_NB := $(RESULTS_DIR)/$(PROFILE)/notebooks
 
 .PHONY: setup download evaluate _evaluate-locked book test lint notebooks clean-smoke gpu-check

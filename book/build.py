@@ -15,13 +15,13 @@
    `<workdir>/_build/html` (or `--path-output`). Exits non-zero when the build fails.
 
 Refused always (exit 2, one line, before anything is built): a result directory of the profile
-that exists but is damaged (`specdec_lib.schema.result_problem`: a file missing, a `{}` summary,
-a config that is not an object, a CSV without rows), and an executed notebook that papermill
-marked as failed or never finished (an error output, a failed or unfinished cell): neither is
-ever rendered. `--strict` also refuses when an experiment's notebook or result is missing (no
-placeholders), which is what `make book` wants for the committed embedded profile. `--workdir`
-builds from a copy of the book's sources in another folder (tests use this so that they never
-touch the checkout's staging folder).
+that exists but is damaged (`specdec_lib.results.schema.result_problem`: a file missing, a `{}`
+summary, a config that is not an object, a CSV without rows), and an executed notebook that
+papermill marked as failed or never finished (an error output, a failed or unfinished cell):
+neither is ever rendered. `--strict` also refuses when an experiment's notebook or result is
+missing (no placeholders), which is what `make book` wants for the committed embedded profile.
+`--workdir` builds from a copy of the book's sources in another folder (tests use this so that
+they never touch the checkout's staging folder).
 """
 
 from __future__ import annotations

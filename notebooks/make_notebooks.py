@@ -21,6 +21,9 @@ import yaml
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from specdec_lib.results import catalog  # noqa: E402
+
 CONFIG = HERE.parent / "_config.yml"
 
 
@@ -196,6 +199,10 @@ def build(name: str) -> nbformat.NotebookNode:
 
 
 def main(argv: list[str]) -> int:
+    writes = {name: tuple(e for _, e in NOTEBOOKS[name][2]) for name in NOTEBOOKS}
+    if writes != catalog.NOTEBOOKS:  # the catalog is the one list; the cells must agree with it
+        print(f"notebook cells disagree with specdec_lib/results/catalog.py: {writes}")
+        return 1
     check = "--check" in argv
     stale = []
     for name in NOTEBOOKS:

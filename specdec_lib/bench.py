@@ -2,7 +2,7 @@
 
 Everything runs on the same loaded target, on a fixed set of held-out WikiText-2 prompts (the eval
 half of `data.split_articles`; the same articles and anchors at both context lengths),
-interleaved per prompt (`experiments.run_paired`, the order rotating with the prompt) after a
+interleaved per prompt (`runner.paired.run_paired`, the order rotating with the prompt) after a
 warm-up that also builds every kernel shape the run will use. Groups:
 
 - `long_c100`, 128 new tokens: our baseline and HF greedy; our n-gram lookup and HF prompt
@@ -57,15 +57,17 @@ import torch
 
 from specdec_lib import runtime
 from specdec_lib.analysis import stats
-from specdec_lib.cache import CachedLM
+from specdec_lib.analysis.summary import summarize
 from specdec_lib.config import SamplingConfig, SpecConfig
+from specdec_lib.core.cache import CachedLM
 from specdec_lib.drafters import SELF_KEEP, SELF_LAYERS, Drafter
 from specdec_lib.drafters.registry import PRESETS, DraftContext, build
 from specdec_lib.errors import SpecdecError
-from specdec_lib.experiments import BASELINE, Arm, Method, run_paired, summarize
 from specdec_lib.generate import Generator, fit_ids_for
 from specdec_lib.models import LoadedModel, load_model
 from specdec_lib.peers import HFGenerator
+from specdec_lib.results.catalog import BASELINE
+from specdec_lib.runner.paired import Arm, Method, run_paired
 
 KS = (2, 4, 8)
 CONTEXTS = (20, 100)
@@ -151,8 +153,8 @@ def calibrate(
 
     Returns {arm: {"c_call", "v", "d", "c"}}: c_call / v the mean draft / verification cost per
     call over the sequences in baseline steps, d the mean draft length, c = c_call / d."""
-    from specdec_lib.decode import clip_draft, prefill, verify_step
-    from specdec_lib.sampling import make_generator
+    from specdec_lib.core.decode import clip_draft, prefill, verify_step
+    from specdec_lib.core.sampling import make_generator
 
     ours = [a for a in arms if isinstance(a.generator, Generator)]
     if not ours or not seqs:
@@ -254,7 +256,7 @@ def _tensor_bytes(tensors) -> int:
 
 
 def _packed_bytes(model: torch.nn.Module) -> int:
-    from specdec_lib.fastpath import _PACKED
+    from specdec_lib.core.fastpath import _PACKED
 
     return sum(
         v[1].element_size() * v[1].numel()
@@ -305,7 +307,7 @@ def measure_memory(
     draft_bytes = _tensor_bytes(own) + _cache_bytes(drafter.lm)
     head = getattr(drafter.lm.model, "lm_head", None)
     if head is not None and head not in set(loaded.model.modules()):
-        from specdec_lib.fastpath import _PACKED
+        from specdec_lib.core.fastpath import _PACKED
 
         packed = _PACKED.get(head)
         draft_bytes += packed[1].element_size() * packed[1].numel() if packed else 0
@@ -414,7 +416,7 @@ def _decode_prediction(rows, name: str, costs: dict[str, float] | None) -> dict[
     apart). accounting_ratio = measured / (mean accepted length x baseline step / in-loop time
     per call): about 1 by construction (a consistency check of the loop's timers, not a test of
     the model); loop_overhead_share: the loop's time outside draft and verification."""
-    from specdec_lib import theory
+    from specdec_lib.analysis import theory
 
     base = [r for r in rows if r["method"] == BASELINE]
     arm = [r for r in rows if r["method"] == name]

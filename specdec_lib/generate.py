@@ -10,9 +10,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from specdec_lib.cache import CachedLM
 from specdec_lib.config import SamplingConfig, SpecConfig
-from specdec_lib.decode import Generation, speculative_decode
+from specdec_lib.core.cache import CachedLM
+from specdec_lib.core.decode import Generation, speculative_decode
 from specdec_lib.drafters import Drafter, build_drafter
 from specdec_lib.errors import SpecdecError
 from specdec_lib.models import LoadedModel, eos_token_ids, load_model

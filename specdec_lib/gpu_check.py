@@ -31,7 +31,7 @@ import torch
 
 from specdec_lib import study
 from specdec_lib.config import SamplingConfig, SpecConfig
-from specdec_lib.decode import device_sync
+from specdec_lib.core.decode import device_sync
 from specdec_lib.errors import SpecdecError
 
 PROFILE = "smoke-pair"

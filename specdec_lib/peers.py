@@ -17,7 +17,7 @@ with our EOS ids, a pad id, `max_new_tokens` and nothing else, so HF neither war
 for any other reason than ours: after max_new_tokens or an EOS, which it keeps, as we do.
 
 `HFGenerator` wraps a mode as a Generator-like object (`generate_ids(ids, spec, sampling)`), so
-the HF peers run interleaved with our arms in `experiments.run_paired`.
+the HF peers run interleaved with our arms in `runner.paired.run_paired`.
 
 Knows nothing about our decoders, drafters or result files.
 """
@@ -33,9 +33,9 @@ from typing import Any
 import torch
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 
-from specdec_lib.cache import CachedLM, check_finite
 from specdec_lib.config import SamplingConfig, SpecConfig
-from specdec_lib.decode import Generation, GenStats, device_sync
+from specdec_lib.core.cache import CachedLM, check_finite
+from specdec_lib.core.decode import Generation, GenStats, device_sync
 from specdec_lib.errors import SpecdecError
 from specdec_lib.models import LoadedModel, eos_token_ids
 
@@ -164,7 +164,7 @@ def hf_generate(
 
 
 class HFGenerator:
-    """A Hugging Face mode shaped like `generate.Generator` for `experiments.run_paired`:
+    """A Hugging Face mode shaped like `generate.Generator` for `runner.paired.run_paired`:
     `generate_ids` returns the tokens and stats holding only the token count and wall time."""
 
     def __init__(

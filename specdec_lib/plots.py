@@ -19,9 +19,10 @@ import numpy as np  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.ticker import MaxNLocator, NullFormatter, ScalarFormatter  # noqa: E402
 
+from specdec_lib.results.catalog import BASELINE  # noqa: E402
+
 # large type on small canvases: a figure shown 360 px wide on a phone keeps 8-px text or more
 sns.set_theme(style="whitegrid", context="notebook", font_scale=1.2)
-BASELINE = "baseline"
 MIN_WIDTH = 5.0  # inches: room for a title and a legend beside few bars
 
 

@@ -25,32 +25,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from specdec_lib import rules
-from specdec_lib.analysis import stats
-from specdec_lib.rules import INCONCLUSIVE as INCONCLUSIVE_
-from specdec_lib.rules import NOT_SUPPORTED as NOT_SUPPORTED_
-from specdec_lib.rules import NOT_TESTED
-from specdec_lib.rules import SUPPORTED as SUPPORTED_
-from specdec_lib.schema import result_problem
-from specdec_lib.theory import a_from_rate, rate_from_a  # noqa: F401 - the book's math chapter
+from specdec_lib.analysis import rules, stats
+from specdec_lib.analysis.rules import INCONCLUSIVE as INCONCLUSIVE_
+from specdec_lib.analysis.rules import NOT_SUPPORTED as NOT_SUPPORTED_
+from specdec_lib.analysis.rules import NOT_TESTED
+from specdec_lib.analysis.rules import SUPPORTED as SUPPORTED_
+from specdec_lib.analysis.theory import a_from_rate, rate_from_a  # noqa: F401 - the book's math chapter
+from specdec_lib.results.catalog import BASELINE, EXPERIMENTS, NOTEBOOKS  # noqa: F401
+from specdec_lib.results.schema import result_problem
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EARLIER_CSV = REPO_ROOT / "book" / "data" / "earlier_study.csv"
 DEFAULT_PROFILE = "embedded"
 REAL_PROFILES = ("embedded", "colab-t4")
 
-# notebook -> the result directories it writes (results/SCHEMA.md)
-NOTEBOOKS: dict[str, tuple[str, ...]] = {
-    "01_baseline": ("baseline",),
-    "02_bigram": ("bigram",),
-    "03_transformer_draft": ("transformer_draft",),
-    "04_context_sweep": ("context_sweep", "context_sweep_nocache", "agreement"),
-    "05_k_sweep": ("k_sweep",),
-    "06_sampling": ("sampling",),
-    "07_peers": ("peers",),
-}
-EXPERIMENTS: tuple[str, ...] = tuple(e for names in NOTEBOOKS.values() for e in names)
-BASELINE = "baseline"
 N_BOOT = 2000
 SEED = 0
 
@@ -75,7 +63,7 @@ def results_root() -> Path:
 
 @dataclass
 class Result:
-    """One experiment directory, read back (mirrors experiments.load_result without torch)."""
+    """One experiment directory, read back (mirrors results.store.load_result)."""
 
     name: str
     path: Path

@@ -56,7 +56,7 @@ def probe_threads(
     model: torch.nn.Module, counts: Sequence[int], rounds: int = ROUNDS, steps: int = STEPS
 ) -> dict[int, float]:
     """Fastest decode step (seconds) per thread count, the counts probed in alternation."""
-    from specdec_lib.cache import CachedLM
+    from specdec_lib.core.cache import CachedLM
 
     before = torch.get_num_threads()
     lm = CachedLM(model)
@@ -105,7 +105,7 @@ def warm_kernels(
 ) -> float:
     """Run each shape once on the fast path (and on the stock model with `stock`): a prefill
     per prompt length and every call width 1..max_rows. Returns the seconds it took."""
-    from specdec_lib.cache import CachedLM
+    from specdec_lib.core.cache import CachedLM
 
     t0 = time.perf_counter()
     ids = _ids(model, max(prompt_lengths, default=8) + max_rows + 10)

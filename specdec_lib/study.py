@@ -4,8 +4,8 @@ A notebook does `S = study.setup(profile, results_dir=..., force=...)` and then 
 `run_*` functions, each of which builds its config from the profile alone, returns the stored
 result when one exists for the same config hash (unless forced or FORCE=1), and otherwise loads
 the target (once per process), builds the arms, runs them paired and interleaved per prompt
-(`experiments.run_paired`), summarizes, draws the figures (`plots`) and publishes the directory
-atomically (`experiments.publish`). The layout and every key are documented in
+(`runner.paired.run_paired`), summarizes, draws the figures (`plots`) and publishes the directory
+atomically (`results.store.publish`). The layout and every key are documented in
 `results/SCHEMA.md`.
 
 The target named `tiny-random` is a tiny random-init Gemma 3 with a word-level tokenizer built
@@ -29,19 +29,11 @@ import torch
 from tqdm.auto import tqdm
 
 from specdec_lib.analysis import stats
+from specdec_lib.analysis.summary import ci_dict, summarize
 from specdec_lib.errors import SpecdecError
-from specdec_lib.experiments import (
-    BASELINE,
-    Arm,
-    ExperimentResult,
-    Method,
-    ResultStore,
-    ci_dict,
-    load_result,
-    publish,
-    run_paired,
-    summarize,
-)
+from specdec_lib.results.catalog import BASELINE, NOTEBOOKS
+from specdec_lib.results.store import ExperimentResult, ResultStore, load_result, publish
+from specdec_lib.runner.paired import Arm, Method, run_paired
 from specdec_lib.runtime import current as current_runtime
 from specdec_lib.runtime import env_threads
 from specdec_lib.runtime import setup as setup_runtime
@@ -53,15 +45,7 @@ WANDB_PROJECT = "specdec"
 TINY = "tiny-random"
 TINY_DRAFT = "tiny-random-draft"  # `model:tiny-random-draft`: the smoke-pair's draft
 
-EXPERIMENTS = {
-    "01_baseline": ["baseline"],
-    "02_bigram": ["bigram"],
-    "03_transformer_draft": ["transformer_draft"],
-    "04_context_sweep": ["context_sweep", "context_sweep_nocache", "agreement"],
-    "05_k_sweep": ["k_sweep"],
-    "06_sampling": ["sampling"],
-    "07_peers": ["peers"],
-}
+EXPERIMENTS = NOTEBOOKS  # notebook -> the result directories it writes (results.catalog)
 
 
 # --------------------------------------------------------------------------- profiles and setup
@@ -218,7 +202,7 @@ def thread_choice(S: Study) -> dict[str, Any]:
 
 def _recached(drafter, use_cache: bool):
     """A model drafter sharing the same weights with a KV cache on or off."""
-    from specdec_lib.cache import CachedLM
+    from specdec_lib.core.cache import CachedLM
     from specdec_lib.drafters import ModelDrafter
 
     if not isinstance(drafter, ModelDrafter) or drafter.lm.use_cache == use_cache:
@@ -481,7 +465,7 @@ class Run:
     extra: dict[str, Any] | None = None
 
 
-_CHECKPOINT = None  # the experiments.Checkpoint of the experiment `execute` is computing
+_CHECKPOINT = None  # the results.store.Checkpoint of the experiment `execute` is computing
 
 
 def cached(S: Study, experiment: str, config: dict[str, Any]) -> ExperimentResult | None:
@@ -557,7 +541,7 @@ def execute(
         job_type=experiment,
         tags=[S.name, f"dtype={config['dtype']}", f"device={config['device']}"],
     )
-    from specdec_lib.experiments import Checkpoint
+    from specdec_lib.results.store import Checkpoint
 
     global _CHECKPOINT
     checkpoint = _CHECKPOINT = Checkpoint(S.store, experiment, config, fresh=S.force)
@@ -641,7 +625,7 @@ def paired(
     extra_cols: dict[str, Any] | None = None,
     checkpoint=None,
 ) -> list[dict[str, Any]]:
-    """run_paired with extra columns per row. With a checkpoint (experiments.Checkpoint; by
+    """run_paired with extra columns per row. With a checkpoint (results.store.Checkpoint; by
     default the one `execute` holds for the experiment being computed) the prompts an
     interrupted run finished are taken from it and each new prompt is saved to it (the segment
     is `progress`, unique per call within an experiment)."""
@@ -1053,7 +1037,7 @@ _TF_LMS: dict[int, Any] = {}
 def _tf_lm(model: torch.nn.Module, vocab_size: int | None = None):
     """A cache-free CachedLM over model (its fast view on the CPU, as decoding runs it), kept
     per model so a view's packed weights are built once."""
-    from specdec_lib.cache import CachedLM
+    from specdec_lib.core.cache import CachedLM
 
     key = id(model)
     if key not in _TF_LMS:
@@ -1237,7 +1221,7 @@ def draft_extras(S: Study, drafters: dict[str, Any]) -> dict[str, Any]:
 
 def _implied(a: np.ndarray, k: int) -> np.ndarray:
     """rules.implied_acceptance over an array of per-position agreements."""
-    from specdec_lib.rules import implied_acceptance
+    from specdec_lib.analysis.rules import implied_acceptance
 
     return np.vectorize(lambda x: implied_acceptance(float(x), k), otypes=[float])(a)
 
@@ -1352,7 +1336,7 @@ def run_k_sweep(S: Study) -> ExperimentResult:
 
     def compute(on_row):
         from specdec_lib import plots
-        from specdec_lib.theory import best_k, expected_speedup
+        from specdec_lib.analysis.theory import best_k, expected_speedup
 
         loaded = load_target(S)
         arms = [make_arm(S, loaded, BASELINE, "none", 1)]
@@ -1467,10 +1451,10 @@ def first_token_samples(generator, prompt: Sequence[int], k: int, sampling, seed
     runs through `decode.verify_step` once per distinct draft; later seeds that propose the same
     draft are verified on that call's probabilities (a deterministic draft, or the baseline's
     empty one, then costs one target call in all instead of one per seed)."""
-    from specdec_lib import decode
+    from specdec_lib.core import decode
+    from specdec_lib.core.sampling import logits_to_probs, make_generator
+    from specdec_lib.core.verify import pad_vocab
     from specdec_lib.drafters.base import Draft
-    from specdec_lib.sampling import logits_to_probs, make_generator
-    from specdec_lib.verify import pad_vocab
 
     lm, drafter = generator.lm, generator.drafter
     seq = list(prompt)
@@ -1498,8 +1482,8 @@ def first_token_samples(generator, prompt: Sequence[int], k: int, sampling, seed
 
 def exact_next_probs(generator, prompt: Sequence[int], sampling) -> np.ndarray:
     """The target's exact p for the token after prompt (after temperature/top-k/top-p)."""
-    from specdec_lib.decode import prefill
-    from specdec_lib.sampling import logits_to_probs
+    from specdec_lib.core.decode import prefill
+    from specdec_lib.core.sampling import logits_to_probs
 
     lm = generator.lm
     prefill(lm, list(prompt))
@@ -1511,8 +1495,8 @@ def exact_next_probs(generator, prompt: Sequence[int], sampling) -> np.ndarray:
 def draft_first_probs(generator, prompt: Sequence[int], k: int, sampling) -> np.ndarray:
     """[V] the distribution the drafter draws its first token after prompt from (a point mass
     for a deterministic drafter): what a verifier that accepted every draft would emit."""
-    from specdec_lib.decode import prefill
-    from specdec_lib.sampling import make_generator
+    from specdec_lib.core.decode import prefill
+    from specdec_lib.core.sampling import make_generator
 
     lm, drafter = generator.lm, generator.drafter
     seq = list(prompt)

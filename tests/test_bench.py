@@ -13,10 +13,10 @@ import torch
 from conftest import tiny_gemma
 
 from specdec_lib.bench import run_bench
-from specdec_lib.cache import CachedLM, packing_available
 from specdec_lib.config import SamplingConfig, SpecConfig
+from specdec_lib.core.cache import CachedLM, packing_available
+from specdec_lib.core.decode import autoregressive_decode
 from specdec_lib.data import Article
-from specdec_lib.decode import autoregressive_decode
 from specdec_lib.drafters.self_draft import early_exit_model
 from specdec_lib.errors import SpecdecError
 from specdec_lib.models import LoadedModel
@@ -170,7 +170,7 @@ def test_invariant_attention_is_causal_sliding_attention(window):
     """invariant_attention against SDPA with an explicit causal (and sliding) mask, float32."""
     from types import SimpleNamespace
 
-    from specdec_lib.fastpath import BUFFER_ATTR, invariant_attention
+    from specdec_lib.core.fastpath import BUFFER_ATTR, invariant_attention
 
     g = torch.Generator().manual_seed(0)
     heads, kv_heads, d, length, m = 4, 2, 8, 70, 6
@@ -199,7 +199,7 @@ def test_invariant_attention_is_causal_sliding_attention(window):
 @needs_packing
 @pytest.mark.parametrize("seed", range(3))
 def test_bfloat16_greedy_speculation_reproduces_greedy_decoding_exactly(seed):
-    from specdec_lib.decode import speculative_decode
+    from specdec_lib.core.decode import speculative_decode
     from specdec_lib.drafters.bigram import BigramDrafter
     from specdec_lib.drafters.ngram import NgramDrafter
 
@@ -217,7 +217,7 @@ def test_bfloat16_greedy_speculation_reproduces_greedy_decoding_exactly(seed):
 
 @needs_packing
 def test_packed_path_leaves_the_model_alone_and_shares_packed_weights():
-    from specdec_lib.fastpath import _PACKED
+    from specdec_lib.core.fastpath import _PACKED
 
     model = tiny_gemma(4, 4, vocab=BYTE_VOCAB, dtype=torch.bfloat16, window=16)
     lm = CachedLM(model)
@@ -309,7 +309,7 @@ def test_bench_full_path_runs_both_contexts_with_hf_at_its_best_k_at_context_20(
 def test_wide_float32_weights_multiply_several_rows_as_w_times_x_transposed():
     """An LM-head-sized float32 linear takes 2+ rows as W @ x^T: the same values as F.linear
     (up to summation order), one row stays on F.linear exactly."""
-    from specdec_lib.fastpath import WIDE, PackedLinear
+    from specdec_lib.core.fastpath import WIDE, PackedLinear
 
     g = torch.Generator().manual_seed(0)
     lin = torch.nn.Linear(64, WIDE + 8, bias=True)

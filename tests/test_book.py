@@ -146,7 +146,7 @@ def _arm_summary(rows, base):
         if k:
             c = s["draft_s_per_token"] / step
             mal = s["mean_accepted_length"]["value"]
-            from specdec_lib import theory
+            from specdec_lib.analysis import theory
 
             a = theory.acceptance_from_rate(min(max(mal, 1.0), k + 1.0), k)
             s.update(

@@ -17,16 +17,16 @@ from conftest import (
     stepwise_greedy,
 )
 
-from specdec_lib.cache import CachedLM
 from specdec_lib.config import SamplingConfig
-from specdec_lib.decode import GenStats, autoregressive_decode, speculative_decode, verify_step
+from specdec_lib.core.cache import CachedLM
+from specdec_lib.core.decode import GenStats, autoregressive_decode, speculative_decode, verify_step
+from specdec_lib.core.sampling import make_generator
 from specdec_lib.drafters.base import Draft, NoDrafter
 from specdec_lib.drafters.bigram import BigramDrafter
 from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.drafters.ngram import NgramDrafter
 from specdec_lib.drafters.self_draft import SelfDrafter, frequent_ids
 from specdec_lib.errors import SpecdecError
-from specdec_lib.sampling import make_generator
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

@@ -12,8 +12,8 @@ import pytest
 import torch
 from conftest import VOCAB, check_stats, greedy_continuation, random_prompt, tiny_gemma
 
-from specdec_lib.cache import CachedLM
-from specdec_lib.decode import speculative_decode
+from specdec_lib.core.cache import CachedLM
+from specdec_lib.core.decode import speculative_decode
 from specdec_lib.drafters import distilled as D
 from specdec_lib.drafters.base import Draft, Drafter
 from specdec_lib.drafters.quantized import int8_copy

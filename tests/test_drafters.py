@@ -8,16 +8,16 @@ import pytest
 import torch
 from conftest import VOCAB, greedy_continuation, next_logits, random_prompt, stepwise_greedy
 
-from specdec_lib.cache import CachedLM
 from specdec_lib.config import SamplingConfig
-from specdec_lib.decode import speculative_decode
+from specdec_lib.core.cache import CachedLM
+from specdec_lib.core.decode import speculative_decode
+from specdec_lib.core.sampling import logits_to_probs, make_generator
 from specdec_lib.drafters.base import Draft, Drafter
 from specdec_lib.drafters.bigram import BigramDrafter
 from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.drafters.ngram import NgramDrafter, find_match
 from specdec_lib.drafters.self_draft import SelfDrafter, early_exit_model, frequent_ids
 from specdec_lib.errors import SpecdecError
-from specdec_lib.sampling import logits_to_probs, make_generator
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

@@ -10,8 +10,8 @@ import pytest
 import torch
 from conftest import tiny_gemma
 
-from specdec_lib.cache import CachedLM
-from specdec_lib.fastpath import (
+from specdec_lib.core.cache import CachedLM
+from specdec_lib.core.fastpath import (
     ROWS,
     WIDE,
     PackedLinear,
@@ -154,7 +154,7 @@ def test_float32_stays_on_the_stock_kernels_unless_asked(monkeypatch):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
 def test_greedy_speculation_on_the_invariant_path_reproduces_greedy_decoding(dtype):
-    from specdec_lib.decode import autoregressive_decode, speculative_decode
+    from specdec_lib.core.decode import autoregressive_decode, speculative_decode
     from specdec_lib.drafters.bigram import BigramDrafter
     from specdec_lib.drafters.ngram import NgramDrafter
 

@@ -339,7 +339,7 @@ def test_a_damaged_result_is_recomputed_never_reused(smoke_baseline, tmp_path, c
     import shutil
 
     from specdec_lib import study
-    from specdec_lib.schema import result_problem
+    from specdec_lib.results.schema import result_problem
 
     root = tmp_path / "results"
     shutil.copytree(smoke_baseline, root)
@@ -360,7 +360,7 @@ def test_a_damaged_result_is_recomputed_never_reused(smoke_baseline, tmp_path, c
 def test_reading_a_damaged_result_is_one_line(smoke_baseline, tmp_path):
     import shutil
 
-    from specdec_lib.experiments import load_result
+    from specdec_lib.results.store import load_result
 
     shutil.copytree(smoke_baseline, tmp_path / "r")
     d = tmp_path / "r" / "smoke" / "baseline"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from specdec_lib.analysis import stats
-from specdec_lib.metrics import first_divergence, repeated_ngram_share
+from specdec_lib.analysis.metrics import first_divergence, repeated_ngram_share
 
 
 def bootstrap_ci(values, stat=np.median, **kw) -> tuple[float, float, float]:

@@ -14,18 +14,12 @@ from pathlib import Path
 import pytest
 from conftest import FAKE_SECRETS, files_containing
 
+from specdec_lib.results import catalog
+
 pm = pytest.importorskip("papermill")
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = {  # notebook -> the experiments it writes
-    "01_baseline": ["baseline"],
-    "02_bigram": ["bigram"],
-    "03_transformer_draft": ["transformer_draft"],
-    "04_context_sweep": ["context_sweep", "context_sweep_nocache", "agreement"],
-    "05_k_sweep": ["k_sweep"],
-    "06_sampling": ["sampling"],
-    "07_peers": ["peers"],
-}
+NOTEBOOKS = catalog.NOTEBOOKS  # notebook -> the experiments it writes
 FIGURES = {
     "baseline": ["tokens_per_s.png"],
     "bigram": ["speedup.png", "position_acceptance.png", "accepted_histogram.png",

@@ -16,9 +16,9 @@ from scipy.stats import chi2 as chi2_dist
 
 from specdec_lib import study
 from specdec_lib.analysis import stats
-from specdec_lib.cache import CachedLM
 from specdec_lib.config import SamplingConfig
-from specdec_lib.decode import speculative_decode
+from specdec_lib.core.cache import CachedLM
+from specdec_lib.core.decode import speculative_decode
 from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.errors import SpecdecError
 
@@ -128,7 +128,7 @@ def test_nan_logits_stop_the_agreement_pass(nan_target, target64, narrow_draft):
 
 
 def test_nan_logits_stop_top2_margin(nan_target):
-    from specdec_lib.experiments import Arm, Method, top2_margin
+    from specdec_lib.runner.paired import Arm, Method, top2_margin
 
     generator = type("G", (), {})()
     generator.target = type("T", (), {"model": nan_target})()

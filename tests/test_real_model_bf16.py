@@ -19,7 +19,7 @@ def embedded_bf16():
     import torch
 
     from specdec_lib import models
-    from specdec_lib.fastpath import packing_available
+    from specdec_lib.core.fastpath import packing_available
 
     if not packing_available(torch.bfloat16):
         reason = "oneDNN cannot pack bfloat16 on this CPU: no invariant bfloat16 path to test"

@@ -12,9 +12,9 @@ import yaml
 from conftest import VOCAB, random_prompt, stepwise_greedy
 
 from specdec_lib import bench
-from specdec_lib.cache import CachedLM
 from specdec_lib.cli import main
-from specdec_lib.decode import speculative_decode
+from specdec_lib.core.cache import CachedLM
+from specdec_lib.core.decode import speculative_decode
 from specdec_lib.drafters import (
     AdaptiveDrafter,
     BigramDrafter,

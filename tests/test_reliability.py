@@ -15,11 +15,11 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from specdec_lib.cache import CachedLM
 from specdec_lib.config import SamplingConfig, SpecConfig
-from specdec_lib.decode import autoregressive_decode
+from specdec_lib.core.cache import CachedLM
+from specdec_lib.core.decode import autoregressive_decode
 from specdec_lib.errors import SpecdecError
-from specdec_lib.experiments import ResultStore, load_result, publish
+from specdec_lib.results.store import ResultStore, load_result, publish
 from specdec_lib.tracking import scrub
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,7 +95,7 @@ WRITER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from specdec_lib.experiments import ResultStore, publish
+    from specdec_lib.results.store import ResultStore, publish
 
     root, names, hang = Path(sys.argv[1]), sys.argv[2].split(","), sys.argv[3]
     store = ResultStore(root, "p")

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from specdec_lib import rules
-from specdec_lib.rules import (
+from specdec_lib.analysis import rules
+from specdec_lib.analysis.rules import (
     INCONCLUSIVE,
     NOT_SUPPORTED,
     SUPPORTED,

@@ -10,8 +10,8 @@ import torch
 from scipy.stats import chisquare
 
 from specdec_lib.config import SamplingConfig
+from specdec_lib.core.sampling import logits_to_probs, make_generator, sample, uniform
 from specdec_lib.errors import SpecdecError
-from specdec_lib.sampling import logits_to_probs, make_generator, sample, uniform
 
 
 def log_probs(*probs: float) -> torch.Tensor:
@@ -177,7 +177,7 @@ def test_uniform_is_cpu_float64_in_unit_interval():
 def test_sample_boundary_draws_never_land_on_zero_probability(u, expected, monkeypatch):
     """Draws exactly on a CDF step (u = 0, or u * total equal to a partial sum) must pick the
     next token with mass, never a zero-probability one before or after it."""
-    import specdec_lib.sampling as sampling_module
+    import specdec_lib.core.sampling as sampling_module
 
     monkeypatch.setattr(
         sampling_module, "uniform", lambda n, g: torch.full((n,), u, dtype=torch.float64)

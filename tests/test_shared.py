@@ -22,14 +22,14 @@ from conftest import (
 )
 from scipy.stats import chisquare
 
-from specdec_lib.cache import CachedLM
 from specdec_lib.config import SamplingConfig
-from specdec_lib.decode import speculative_decode
+from specdec_lib.core.cache import CachedLM
+from specdec_lib.core.decode import speculative_decode
+from specdec_lib.core.sampling import logits_to_probs, make_generator
 from specdec_lib.drafters.adaptive import AdaptiveDrafter
 from specdec_lib.drafters.lookup import LookupDrafter
 from specdec_lib.drafters.shared import SharedBodyDrafter
 from specdec_lib.errors import SpecdecError
-from specdec_lib.sampling import logits_to_probs, make_generator
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

@@ -11,16 +11,17 @@ import pytest
 import torch
 from scipy.stats import chi2 as chi2_dist
 
-from specdec_lib import decode, study
+from specdec_lib import study
 from specdec_lib.analysis import stats
-from specdec_lib.cache import CachedLM
 from specdec_lib.config import SamplingConfig
-from specdec_lib.decode import speculative_decode
+from specdec_lib.core import decode
+from specdec_lib.core.cache import CachedLM
+from specdec_lib.core.decode import speculative_decode
+from specdec_lib.core.sampling import sample, uniform
+from specdec_lib.core.verify import Verdict
 from specdec_lib.drafters import BigramDrafter, ModelDrafter, NoDrafter, SelfDrafter
 from specdec_lib.drafters.adaptive import AdaptiveDrafter
-from specdec_lib.experiments import teacher_forced_agreement
-from specdec_lib.sampling import sample, uniform
-from specdec_lib.verify import Verdict
+from specdec_lib.runner.paired import teacher_forced_agreement
 from tests.conftest import random_prompt
 
 

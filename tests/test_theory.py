@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from specdec_lib.analysis.theory import (
+    acceptance_from_rate,
+    best_k,
+    expected_speedup,
+    expected_tokens,
+)
 from specdec_lib.errors import SpecdecError
-from specdec_lib.theory import acceptance_from_rate, best_k, expected_speedup, expected_tokens
 
 A_GRID = [i / 20 for i in range(21)]
 
@@ -108,7 +113,7 @@ def test_theory_rejects_out_of_range_inputs(call):
 def test_a_from_rate_inverts_the_pooled_acceptance_rate(k):
     """The book's a from a pooled accepted/proposed rate is the same bisection as
     acceptance_from_rate: rate = (expected_tokens(a, K) - 1) / K."""
-    from specdec_lib.theory import a_from_rate, rate_from_a
+    from specdec_lib.analysis.theory import a_from_rate, rate_from_a
 
     for a in (0.0, 0.3, 0.7, 0.95):
         assert rate_from_a(a, k) == pytest.approx((expected_tokens(a, k) - 1) / k)

@@ -18,13 +18,13 @@ from conftest import (
     stepwise_greedy,
 )
 
-from specdec_lib.cache import CachedLM
 from specdec_lib.config import SamplingConfig
-from specdec_lib.decode import speculative_decode
+from specdec_lib.core.cache import CachedLM
+from specdec_lib.core.decode import speculative_decode
+from specdec_lib.core.tree import Tree, build_tree, clip_tree, tree_masks, verify_tree
 from specdec_lib.drafters.base import Draft, Drafter
 from specdec_lib.drafters.tree import CorpusIndex, TreeDrafter, top_successors
 from specdec_lib.errors import SpecdecError
-from specdec_lib.tree import Tree, build_tree, clip_tree, tree_masks, verify_tree
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

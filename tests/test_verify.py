@@ -15,15 +15,15 @@ import torch
 from conftest import FAKE_VOCAB, FakeLM, next_logits
 from scipy.stats import chisquare
 
-from specdec_lib import decode
-from specdec_lib.cache import CachedLM
 from specdec_lib.config import SamplingConfig
-from specdec_lib.decode import speculative_decode
+from specdec_lib.core import decode
+from specdec_lib.core.cache import CachedLM
+from specdec_lib.core.decode import speculative_decode
+from specdec_lib.core.sampling import logits_to_probs, make_generator, sample, uniform
+from specdec_lib.core.verify import Verdict, greedy_verify, pad_vocab, residual, speculative_verify
 from specdec_lib.drafters.bigram import BigramDrafter
 from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.drafters.ngram import NgramDrafter
-from specdec_lib.sampling import logits_to_probs, make_generator, sample, uniform
-from specdec_lib.verify import Verdict, greedy_verify, pad_vocab, residual, speculative_verify
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

@@ -16,11 +16,11 @@ from conftest import FAKE_SECRETS, files_containing
 
 pytest.importorskip("wandb")
 
+from specdec_lib.results import catalog  # noqa: E402
 from specdec_lib.tracking import Tracker  # noqa: E402
 from specdec_lib.wandb_read import read_runs  # noqa: E402
 
-EXPERIMENTS = ["baseline", "bigram", "transformer_draft", "context_sweep",
-               "context_sweep_nocache", "agreement", "k_sweep", "sampling", "peers"]  # fmt: skip
+EXPERIMENTS = list(catalog.EXPERIMENTS)
 
 
 def _user_keys(d: dict) -> set[str]:

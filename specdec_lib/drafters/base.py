@@ -24,7 +24,7 @@ import torch
 from specdec_lib.config import SamplingConfig
 
 if TYPE_CHECKING:
-    from specdec_lib.cache import CachedLM
+    from specdec_lib.core.cache import CachedLM
 
 
 @dataclass
@@ -44,7 +44,7 @@ class Draft:
         """Tokens on the longest path: len(tokens) for a chain."""
         if self.parents is None:
             return len(self.tokens)
-        from specdec_lib.tree import Tree
+        from specdec_lib.core.tree import Tree
 
         return Tree(self.tokens, self.parents).depth
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import torch
 
-from specdec_lib.cache import CachedLM
+from specdec_lib.core.cache import CachedLM
+from specdec_lib.core.sampling import logits_to_probs, sample
 from specdec_lib.drafters.base import Draft, Drafter
 from specdec_lib.drafters.registry import DraftContext, model_path, register
-from specdec_lib.sampling import logits_to_probs, sample
 
 
 def choose(
@@ -102,7 +102,7 @@ class ModelDrafter(Drafter):
         model, vsize, tmap = self.lm.model, self.lm.vocab_size, self.token_map
 
         def predict(ids: list[int]) -> list[int]:
-            from specdec_lib.cache import check_finite
+            from specdec_lib.core.cache import check_finite
 
             dev = next(model.parameters()).device
             fed = torch.tensor([self.embeddable(list(ids))], device=dev)  # [1, n]

@@ -35,7 +35,7 @@ from specdec_lib.drafters.self_draft import SELF_KEEP, frequent_ids, pruned_line
 from specdec_lib.errors import SpecdecError
 
 if TYPE_CHECKING:
-    from specdec_lib.cache import CachedLM
+    from specdec_lib.core.cache import CachedLM
 
 
 class SharedBodyDrafter(Drafter):
@@ -59,7 +59,7 @@ class SharedBodyDrafter(Drafter):
         t = self.target
         head = self._heads.get(t.model)
         if head is None:
-            from specdec_lib.fastpath import PackedLinear
+            from specdec_lib.core.fastpath import PackedLinear
 
             full = getattr(t.model, "lm_head", None)
             if full is None:

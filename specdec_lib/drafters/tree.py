@@ -23,10 +23,10 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from specdec_lib.core.tree import GREEDY_ONLY, build_tree
 from specdec_lib.drafters.base import Draft, Drafter
 from specdec_lib.drafters.registry import DraftContext, ints, register
 from specdec_lib.errors import SpecdecError
-from specdec_lib.tree import GREEDY_ONLY, build_tree
 
 
 def top_successors(token_ids: Sequence[int], vocab_size: int, m: int) -> np.ndarray:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from specdec_lib.sampling import sample, uniform
+from specdec_lib.core.sampling import sample, uniform
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,7 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import Cache, DynamicLayer
 
-from specdec_lib.errors import SpecdecError
-from specdec_lib.fastpath import (  # noqa: F401 - re-exported
+from specdec_lib.core.fastpath import (  # noqa: F401 - re-exported
     _PACKED,
     BUCKET,
     BUFFER_ATTR,
@@ -39,6 +38,7 @@ from specdec_lib.fastpath import (  # noqa: F401 - re-exported
     wants_invariant,
     wants_packing,
 )
+from specdec_lib.errors import SpecdecError
 
 _MIN_CAPACITY = 256  # tokens preallocated per layer at first use; doubles when full
 

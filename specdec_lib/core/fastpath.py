@@ -39,7 +39,7 @@ product is a memory-bound matrix-vector kernel, and `ROWS` rows cost several tim
 AVX2 or AVX512 CPU. `invariant=True` (or $SPECDEC_INVARIANT=1) makes float32 invariant too;
 the tests run it on every CPU. `ROWS = 8` is the trade-off: a K <= 7 verification is one
 product, a decode step pays for 8 rows, a K = 8..15 verification pays two products.
-`python -m specdec_lib.fastpath --measure` times both paths per dtype (one JSON line).
+`python -m specdec_lib.core.fastpath --measure` times both paths per dtype (one JSON line).
 
 Knows nothing about caches' bookkeeping, sampling or drafters.
 """
@@ -371,7 +371,7 @@ def measure(reps: int = 20, warmup: int = 3, context: int = 128, threads: int | 
     i.e. the previous view without the probe's few fixed-row shapes). Returns a dict."""
     import platform
 
-    from specdec_lib.cache import CachedLM
+    from specdec_lib.core.cache import CachedLM
     from specdec_lib.models import load_model
 
     if threads is not None:

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-from specdec_lib.cache import CachedLM
 from specdec_lib.config import SamplingConfig
+from specdec_lib.core.cache import CachedLM
+from specdec_lib.core.sampling import logits_to_probs, make_generator
+from specdec_lib.core.verify import Verdict, greedy_verify, pad_vocab, speculative_verify
 from specdec_lib.drafters.base import Draft, Drafter, NoDrafter
 from specdec_lib.errors import SpecdecError
-from specdec_lib.sampling import logits_to_probs, make_generator
-from specdec_lib.verify import Verdict, greedy_verify, pad_vocab, speculative_verify
 
 
 def device_sync(device: torch.device) -> None:
@@ -113,7 +113,7 @@ def prefill(target: CachedLM, prompt: list[int]) -> None:
 def clip_draft(draft: Draft, k: int) -> Draft:
     """The draft cut to at most k tokens (and k + 1 hidden states); a tree to depth k."""
     if draft.parents is not None:
-        from specdec_lib.tree import Tree, clip_tree
+        from specdec_lib.core.tree import Tree, clip_tree
 
         t = clip_tree(Tree(draft.tokens, draft.parents), k)
         return draft if len(t.tokens) == len(draft.tokens) else Draft(t.tokens, parents=t.parents)
@@ -137,7 +137,7 @@ def verify_step(
     the target's body on them); rolls the cache back; returns the Verdict."""
     d = len(draft.tokens)
     if draft.parents is not None:  # a tree: one call, the longest path greedy agrees with
-        from specdec_lib.tree import GREEDY_ONLY, Tree, verify_tree
+        from specdec_lib.core.tree import GREEDY_ONLY, Tree, verify_tree
 
         if not sampling.greedy:
             raise SpecdecError(GREEDY_ONLY)

@@ -32,7 +32,7 @@ import torch
 from specdec_lib.errors import SpecdecError
 
 if TYPE_CHECKING:
-    from specdec_lib.cache import CachedLM
+    from specdec_lib.core.cache import CachedLM
 
 GREEDY_ONLY = (
     "tree verification is greedy only (temperature 0): use --temperature 0 or a chain drafter"
@@ -160,7 +160,7 @@ def _runner(lm: CachedLM) -> torch.nn.Module:
         return lm.model
     runner = getattr(lm, "_tree_runner", None)
     if runner is None:
-        from specdec_lib import fastpath
+        from specdec_lib.core import fastpath
 
         # plain packed products over the call's rows: tree rows are not consecutive positions,
         # so the fixed-slot invariant products do not apply (lossless up to rounding in bf16)
@@ -196,7 +196,7 @@ def score_tree(lm: CachedLM, root: int, tree: Tree) -> torch.Tensor:
     logits = out.logits[0, -n:]  # [n, V]
     if lm.vocab_size is not None:
         logits = logits[:, : lm.vocab_size]
-    from specdec_lib.cache import check_finite
+    from specdec_lib.core.cache import check_finite
 
     check_finite(logits, lm.dtype)
     return logits

@@ -1,0 +1,114 @@
+"""Rows -> an experiment's summary: per arm, medians over prompts with bootstrap intervals (n and
+method beside each), the paired speedup over the baseline, pooled acceptance, and the speedup
+that theory predicts from them. Torch-free; knows nothing about how the rows were measured.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from specdec_lib.analysis import stats, theory
+from specdec_lib.results.catalog import BASELINE
+
+
+def _lengths(rows: Sequence[dict[str, Any]], key: str) -> list[list[int]]:
+    return [[int(x) for x in str(r[key]).split()] for r in rows]
+
+
+def pooled_position_acceptance(rows: Sequence[dict[str, Any]], k: int) -> list[float | None]:
+    reached, took = np.zeros(k), np.zeros(k)
+    for acc, prop in zip(
+        _lengths(rows, "accepted_lengths"), _lengths(rows, "proposed_lengths"), strict=True
+    ):
+        for n, d in zip(acc, prop, strict=True):
+            m = min(d, n + 1, k)
+            reached[:m] += 1
+            took[: min(n, m)] += 1
+    return [float(t / r) if r else None for t, r in zip(took, reached, strict=True)]
+
+
+def pooled_histogram(rows: Sequence[dict[str, Any]], k: int) -> list[int]:
+    hist = np.zeros(k + 1, dtype=int)
+    for acc, prop in zip(
+        _lengths(rows, "accepted_lengths"), _lengths(rows, "proposed_lengths"), strict=True
+    ):
+        for n, d in zip(acc, prop, strict=True):
+            if d:
+                hist[min(n, k)] += 1
+    return hist.tolist()
+
+
+def ci_dict(values: Sequence[float]) -> dict[str, Any]:
+    """The median over prompts with its bootstrap interval, n and method."""
+    return stats.median(values).as_dict("median")
+
+
+def _ratio_ci(num: np.ndarray, den: np.ndarray) -> dict[str, Any]:
+    """Pooled ratio sum(num)/sum(den) with a paired bootstrap interval over prompts."""
+    if den.sum() == 0:
+        return stats.Interval(math.nan, math.nan, math.nan, int(num.size), "none").as_dict()
+    return stats.pooled_ratio(num, den).as_dict()
+
+
+def summarize(rows: Sequence[dict[str, Any]], baseline: str = BASELINE) -> dict[str, Any]:
+    """Per method: medians with CIs, paired speedup, pooled acceptance, predicted speedup."""
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    by = {
+        m: sorted((r for r in rows if r["method"] == m), key=lambda r: r["prompt"]) for m in methods
+    }
+    base = by.get(baseline)
+    out: dict[str, Any] = {}
+    for m, rs in by.items():
+        wall = np.array([r["wall_s"] for r in rs])
+        tokens = np.array([r["new_tokens"] for r in rs], dtype=float)
+        k = max((r["k"] for r in rs), default=0)
+        s: dict[str, Any] = {
+            "n_prompts": len(rs),
+            "draft": rs[0]["draft"],
+            "k": k,
+            "tokens_per_s": ci_dict([r["tokens_per_s"] for r in rs]),
+            "wall_s": ci_dict(wall.tolist()),
+            "total_wall_s": float(wall.sum()),
+            "new_tokens": float(tokens.sum()),
+            "identical_fraction": float(np.mean([bool(r["identical"]) for r in rs])),
+            "repetition_4gram": ci_dict([r["repetition_4gram"] for r in rs]),
+        }
+        if k:
+            prop = np.array([r["proposed"] for r in rs], dtype=float)
+            acc = np.array([r["accepted"] for r in rs], dtype=float)
+            calls = np.array([len(str(r["accepted_lengths"]).split()) for r in rs], dtype=float)
+            s["acceptance_rate"] = _ratio_ci(acc, prop)
+            s["mean_accepted_length"] = _ratio_ci(acc + calls, calls)
+            s["position_acceptance"] = pooled_position_acceptance(rs, k)
+            s["accepted_histogram"] = pooled_histogram(rs, k)
+            draft_s = np.array([r["draft_s"] for r in rs])
+            verify_s = np.array([r["verify_s"] for r in rs])
+            s["draft_share_of_time"] = float(draft_s.sum() / wall.sum()) if wall.sum() else None
+            s["draft_s_per_token"] = float(draft_s.sum() / prop.sum()) if prop.sum() else None
+            s["verify_s_per_call"] = float(verify_s.sum() / calls.sum()) if calls.sum() else None
+        if base is not None and m != baseline and len(base) == len(rs):
+            b_wall = np.array([r["wall_s"] for r in base])
+            s["speedup"] = stats.paired_speedup(b_wall, wall).as_dict()
+            s["speedup_per_prompt"] = ci_dict((b_wall / wall).tolist())
+            b_tokens = np.array([r["new_tokens"] for r in base], dtype=float)
+            step_s = float(b_wall.sum() / b_tokens.sum()) if b_tokens.sum() else None
+            s["baseline_s_per_token"] = step_s
+            if k and step_s and s.get("draft_s_per_token") is not None:
+                c = s["draft_s_per_token"] / step_s
+                a = s["acceptance_rate"]["value"]
+                mal = s["mean_accepted_length"]["value"]
+                a_iid = theory.acceptance_from_rate(min(max(mal, 1.0), k + 1.0), k)
+                s["cost_ratio"] = c
+                s["per_token_acceptance_iid"] = a_iid
+                s["predicted_speedup_leviathan"] = theory.expected_speedup(a_iid, k, c)
+                # calibrated: the measured verify cost instead of "one call = one step"
+                v = s["verify_s_per_call"] / step_s
+                s["verify_cost_ratio"] = v
+                s["predicted_speedup_calibrated"] = mal / (k * c + v)
+                s["acceptance_rate_pooled"] = a
+        out[m] = s
+    return out

@@ -1,0 +1,244 @@
+"""Writing and reading result directories. Results land in `<results>/<profile>/<experiment>/`:
+
+    config.json     the experiment's config and its hash
+    env.json        versions, hardware, dtype, git commit
+    per_prompt.csv  one row per prompt and method
+    summary.json    medians with bootstrap 95% CIs (n and method beside each), paired speedups,
+                    pooled acceptance
+    figures/        whatever the notebook drew
+
+The directory is built under a temporary name and renamed into place, so it is complete or
+absent, never half-written; a per-experiment lock keeps two batches from writing it at once, and
+an existing result with the same config hash is reused unless forced, and only when it passes
+`schema.result_problem` (a damaged directory is recomputed and never read back). A `Checkpoint`
+keeps the rows of an experiment in progress. Torch-free; knows nothing about models or notebooks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from filelock import FileLock
+
+from specdec_lib.config import config_hash
+from specdec_lib.errors import SpecdecError
+from specdec_lib.results.schema import result_problem
+from specdec_lib.tracking import scrub
+
+
+@dataclass
+class ResultStore:
+    """`<root>/<profile>/<experiment>/` with atomic publication and per-experiment locks."""
+
+    root: Path
+    profile: str
+
+    def dir(self, experiment: str) -> Path:
+        return Path(self.root) / self.profile / experiment
+
+    def problem(self, experiment: str, *, study: bool = False) -> str | None:
+        """Why the stored result cannot be reused (None when it is whole): schema.result_problem."""
+        return result_problem(self.dir(experiment), study=study)
+
+    def done(self, experiment: str, config: dict[str, Any], *, study: bool = False) -> bool:
+        """Whether a whole result for this exact config is stored."""
+        d = self.dir(experiment)
+        if self.problem(experiment, study=study) is not None:
+            return False
+        saved = json.loads((d / "config.json").read_text(encoding="utf-8"))
+        return saved.get("config_hash") == config_hash(config)
+
+    @contextlib.contextmanager
+    def writing(self, experiment: str) -> Iterator[Path]:
+        """A temporary directory that becomes the experiment's directory on success."""
+        final = self.dir(experiment)
+        with self.lock(experiment):
+            for stale in final.parent.glob(f".{experiment}.*"):  # left by a killed writer
+                if stale.is_dir():
+                    shutil.rmtree(stale, ignore_errors=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{experiment}.", dir=final.parent))
+            try:
+                yield tmp
+                old = final.parent / f".{experiment}.old.{os.getpid()}"
+                if final.exists():
+                    final.rename(old)
+                tmp.rename(final)
+                shutil.rmtree(old, ignore_errors=True)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    def lock(self, experiment: str) -> FileLock:
+        """The experiment's inter-process lock; one object per path, so it is reentrant within
+        a process (hold it around check-compute-publish; `writing` takes it again)."""
+        d = self.dir(experiment)
+        d.parent.mkdir(parents=True, exist_ok=True)
+        path = str((d.parent / f".{experiment}.lock").resolve())
+        if path not in _LOCKS:
+            _LOCKS[path] = FileLock(path)
+        return _LOCKS[path]
+
+
+_LOCKS: dict[str, FileLock] = {}
+
+
+class Checkpoint:
+    """Per-prompt rows of an experiment in progress, so that a rerun after a crash or a lost
+    Colab runtime skips every prompt already finished: one JSON line per (segment, prompt),
+    appended, flushed and fsynced as soon as all arms ran the prompt, in
+    `<results>/<profile>/.<experiment>.partial-<config hash>.jsonl`. A segment names one call of
+    the paired runner (e.g. "context_sweep context 50"); a line only counts for the same prompt
+    ids. A torn last line (killed mid-write) is ignored. The file is removed once the experiment
+    is published; another config's file is removed when this one starts."""
+
+    def __init__(self, store: ResultStore, experiment: str, config: dict[str, Any], fresh: bool):
+        directory = store.dir(experiment).parent
+        directory.mkdir(parents=True, exist_ok=True)
+        self.path = directory / f".{experiment}.partial-{config_hash(config)}.jsonl"
+        for other in directory.glob(f".{experiment}.partial-*.jsonl"):
+            if other != self.path or fresh:
+                other.unlink(missing_ok=True)
+        self._rows: dict[tuple[str, int], tuple[str, list[dict[str, Any]]]] = {}
+        self.resumed = 0  # prompts taken from the file by this process
+        if self.path.is_file():
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                try:
+                    rec = json.loads(line)
+                    self._rows[(rec["segment"], int(rec["prompt"]))] = (rec["ids"], rec["rows"])
+                except (ValueError, KeyError, TypeError):
+                    continue
+
+    @staticmethod
+    def _ids_key(ids: Sequence[int]) -> str:
+        return config_hash({"ids": [int(t) for t in ids]})
+
+    def done(self, segment: str, prompts: Sequence[Any]) -> dict[int, list[dict[str, Any]]]:
+        out = {}
+        for i, p in enumerate(prompts):
+            hit = self._rows.get((segment, i))
+            if hit is not None and hit[0] == self._ids_key(_prompt_ids(p)):
+                out[i] = [dict(r) for r in hit[1]]
+        self.resumed += len(out)
+        return out
+
+    def add(self, segment: str, i: int, ids: Sequence[int], rows: list[dict[str, Any]]) -> None:
+        rec = {"segment": segment, "prompt": i, "ids": self._ids_key(ids), "rows": scrub(rows)}
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(rec, default=_json_default) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def _prompt_ids(p: Any) -> tuple[int, ...]:
+    """A prompt's token ids: a prompt object's `.ids`, or the sequence itself."""
+    return tuple(p.ids) if hasattr(p, "ids") else tuple(p)
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def clean(o: Any) -> Any:
+    """NaN/inf -> None so the files are strict JSON."""
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    if isinstance(o, dict):
+        return {k: clean(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [clean(v) for v in o]
+    return o
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Strict JSON, secrets scrubbed, written to a temp file and renamed into place."""
+    text = json.dumps(clean(scrub(data)), indent=2, sort_keys=True, default=_json_default)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_rows(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    buf = io.StringIO()
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=list(rows[0].keys()), lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if v is None else v) for k, v in scrub(dict(r)).items()})
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(buf.getvalue(), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+@dataclass
+class ExperimentResult:
+    config: dict[str, Any]
+    env: dict[str, Any]
+    summary: dict[str, Any]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def publish(
+    store: ResultStore,
+    experiment: str,
+    config: dict[str, Any],
+    env: dict[str, Any],
+    rows: Sequence[dict[str, Any]],
+    summary: dict[str, Any],
+    figures: Callable[[Path], None] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Path:
+    """Write every file of an experiment at once (atomically); returns its directory."""
+    with store.writing(experiment) as tmp:
+        write_json(tmp / "config.json", {**config, "config_hash": config_hash(config)})
+        write_json(tmp / "env.json", env)
+        write_rows(tmp / "per_prompt.csv", rows)
+        write_json(tmp / "summary.json", summary)
+        for name, data in (extra or {}).items():
+            if name.endswith(".csv"):
+                write_rows(tmp / name, data)
+            else:
+                write_json(tmp / name, data)
+        if figures is not None:
+            (tmp / "figures").mkdir()
+            figures(tmp / "figures")
+    return store.dir(experiment)
+
+
+def load_result(path: Path) -> ExperimentResult:
+    """Read an experiment directory back (the book and tests use this); a damaged one is a
+    one-line SpecdecError, never a partial result."""
+    path = Path(path)
+    problem = result_problem(path)
+    if problem is not None:
+        raise SpecdecError(
+            f"result {path} is damaged ({problem}): rerun its notebook (or make evaluate) to "
+            "recompute it"
+        )
+    with open(path / "per_prompt.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    return ExperimentResult(
+        config=json.loads((path / "config.json").read_text()),
+        env=json.loads((path / "env.json").read_text()),
+        summary=json.loads((path / "summary.json").read_text()),
+        rows=rows,
+    )

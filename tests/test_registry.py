@@ -60,7 +60,7 @@ FORMS = [
     ("shared:30", SharedBodyDrafter, {}),
     ("adaptive:bigram", AdaptiveDrafter, {"k_start": 4, "k_max": 6}),
     ("adaptive:2:5:ngram+bigram", AdaptiveDrafter, {"k_start": 2, "k_max": 5}),
-    ("best", LookupDrafter, {"k_fallback": 4}),
+    ("best", NgramDrafter, {"max_ngram": 3}),
     ("tree", TreeDrafter, {}),
     ("tree:8:3", TreeDrafter, {}),
     ("tree+shared:16:4", TreeDrafter, {}),
@@ -80,9 +80,9 @@ def test_every_form_builds_the_drafter_it_names(loaded, spec, cls, attrs):
 def test_nested_and_fallback_drafters_are_the_right_kinds(loaded):
     assert isinstance(build("ngram:2+bigram", ctx(loaded)).fallback, BigramDrafter)
     assert isinstance(build("lookup+bigram", ctx(loaded)).fallback, BigramDrafter)
-    best = build("best", ctx(loaded))
-    assert isinstance(best.fallback, SharedBodyDrafter) and best.lookup.min_ngram == 2
-    assert best.fallback.keep_ids.numel() == VOCAB // 2  # scaled down for a small vocabulary
+    shared = build("lookup+shared:4:2", ctx(loaded))
+    assert isinstance(shared.fallback, SharedBodyDrafter) and shared.lookup.min_ngram == 2
+    assert shared.fallback.keep_ids.numel() == VOCAB // 2  # scaled down for a small vocabulary
     ad = build("adaptive:2:5:ngram+bigram", ctx(loaded))
     assert isinstance(ad.inner, NgramDrafter) and isinstance(ad.inner.fallback, BigramDrafter)
     assert isinstance(build("self:2", ctx(loaded)), ModelDrafter)
@@ -95,11 +95,11 @@ def test_adaptive_takes_its_cap_from_the_run_and_its_inner_drafter_from_the_call
 
 
 def test_presets_carry_the_benchmarks_best_configurations():
-    assert (PRESETS["best"].spec, PRESETS["best"].k) == ("lookup+shared:4:2", 8)
+    assert (PRESETS["best"].spec, PRESETS["best"].k) == ("ngram", 7)
     assert (PRESETS["best_short"].spec, PRESETS["best_short"].k) == ("lookup+shared:3:2", 4)
-    assert (bench.BEST_LONG.draft, bench.BEST_LONG.k) == ("lookup+shared:4:2", 8)
+    assert (bench.BEST_LONG.draft, bench.BEST_LONG.k) == ("ngram", 7)
     assert (bench.BEST_SHORT.draft, bench.BEST_SHORT.k) == ("lookup+shared:3:2", 4)
-    assert parse("best").k == 8 and parse("lookup+shared:4:2").k is None
+    assert parse("best").k == 7 and parse("lookup+shared:4:2").k is None
     assert parse("self").args == (18, 16384) and parse("shared").args == (16384,)
 
 
@@ -142,7 +142,7 @@ def test_the_benchs_self_spec_is_accepted(loaded):
 
 
 @pytest.mark.parametrize(
-    ("extra", "k"), [([], 8), (["--k", "3"], 3)], ids=["preset K", "explicit --k wins"]
+    ("extra", "k"), [([], 7), (["--k", "3"], 3)], ids=["preset K", "explicit --k wins"]
 )
 def test_the_cli_uses_a_presets_k_unless_k_is_given(monkeypatch, extra, k):
     seen = {}
@@ -207,4 +207,4 @@ def test_every_drafter_that_can_guess_teacher_forced_says_so(loaded):
         build("self:2", ctx(loaded)).predictor()(prompt)[-1]
         == stepwise_greedy(build("self:2", ctx(loaded)).lm.model, prompt, 1)[0]
     )
-    assert build("best", ctx(loaded)).predictor() is None
+    assert build("lookup+shared:4:2", ctx(loaded)).predictor() is None

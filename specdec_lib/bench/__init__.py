@@ -1,0 +1,100 @@
+"""`python -m specdec_lib bench`: our decoders against Hugging Face `generate`, in one process.
+
+Everything runs on the same loaded target, on a fixed set of held-out WikiText-2 prompts (the eval
+half of `data.split_articles`; the same articles and anchors at both context lengths),
+interleaved per prompt (`runner.paired.run_paired`, the order rotating with the prompt) after a
+warm-up that also builds every kernel shape the run will use. Groups:
+
+- `long_c100`, 128 new tokens: our baseline and HF greedy; our n-gram lookup and HF prompt
+  lookup at K = 2, 4, 8; our best lossless configuration (`BEST_LONG`) and tree verification
+  (`TREE_LONG`, in both long groups);
+- `long_c20`, 128 new tokens: our baseline, HF prompt lookup at the K that was HF's best at
+  context 100, `BEST_LONG` and `TREE_LONG` (the K sweep runs once, to keep the run short);
+- `short_c100`, `short_c20`, 32 new tokens: our baseline, `BEST_SHORT`, HF prompt lookup at 4;
+- identity: in float32 (unless the run is float32 already, or on a GPU, where a float32 copy
+  of the target may not fit beside it: a T4 cannot) our n-gram at the largest K, both
+  best configurations and HF greedy against our baseline, token for token (in bfloat16 our arms
+  are compared too: the fast path is batch-invariant, so they must match there as well);
+- memory: the bytes the target holds (weights, packed weights, KV cache) and those the
+  self-draft adds (pruned head, its packed copy, its KV cache), with the process's RSS.
+
+Measured against predicted (a check that can fail): per arm, the decode phase's speedup (after
+the prefill, which every arm pays alike) against Leviathan et al.'s prediction E / (c_call + v).
+E is the expected tokens per target call, (1 - a^(d+1)) / (1 - a) averaged over the run's calls
+of draft length d, with the per-token acceptance a fitted from the acceptance counts alone
+(accepted / positions reached); c_call (a draft call) and v (its verification) are timed on their
+own, away from the runs, at fixed positions of the baseline's output, against a baseline step
+timed the same way (`calibrate`); c = c_call per draft token is Leviathan's cost ratio. The
+accounting identity (mean accepted length x baseline step / in-loop time per call) is kept as an
+internal consistency check (`accounting_ratio`), not as a target. The thread count is chosen as
+the CLI and the study choose it (`runtime.choose_threads`: 1 and torch's default probed in
+alternation, each count's fastest step; `$SPECDEC_THREADS` overrides), with both figures in the
+output.
+
+It prints one table (tokens/s with 95% CIs, speedup over our baseline and over HF greedy,
+acceptance, mean accepted length, cost ratio, measured/predicted speedup, share of repeated
+4-grams, token identity), then the targets, and, as its last stdout line, one JSON object with
+every figure and which targets were met. Every interval carries its n (prompts). `quick` runs
+tiny settings (a smoke test).
+
+Modules: `configs` (our configurations and their specs), `run` (the run), `calibrate` (costs
+timed apart, the ceiling, the prediction), `figures` (per-arm numbers), `memory`, `targets`,
+`table` (printing). Knows nothing about notebooks or result directories.
+"""
+
+from __future__ import annotations
+
+from specdec_lib.bench.calibrate import (
+    CEILING_KS,
+    _decode_prediction,
+    calibrate,
+    calibration_seqs,
+    ceiling,
+    fitted_acceptance,
+)
+from specdec_lib.bench.configs import (
+    BEST_LONG,
+    BEST_SHORT,
+    CONTEXTS,
+    IDENTITY_TOKENS,
+    KS,
+    LONG_TOKENS,
+    SHORT_TOKENS,
+    TREE_LONG,
+    Config,
+    _self_spec,
+    make_drafter,
+)
+from specdec_lib.bench.memory import measure_memory, rss_bytes
+from specdec_lib.bench.run import choose_threads, fp32_identity_wanted, run_bench, warm_kernels
+from specdec_lib.bench.table import COLUMNS, print_table
+from specdec_lib.bench.targets import TARGETS
+
+__all__ = [
+    "BEST_LONG",
+    "BEST_SHORT",
+    "CEILING_KS",
+    "COLUMNS",
+    "CONTEXTS",
+    "IDENTITY_TOKENS",
+    "KS",
+    "LONG_TOKENS",
+    "SHORT_TOKENS",
+    "TARGETS",
+    "TREE_LONG",
+    "Config",
+    "_decode_prediction",
+    "_self_spec",
+    "calibrate",
+    "calibration_seqs",
+    "ceiling",
+    "choose_threads",
+    "fitted_acceptance",
+    "fp32_identity_wanted",
+    "make_drafter",
+    "measure_memory",
+    "print_table",
+    "rss_bytes",
+    "run_bench",
+    "warm_kernels",
+]

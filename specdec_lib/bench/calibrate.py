@@ -1,0 +1,220 @@
+"""Costs timed apart from the runs, and the decode speedup they predict: per arm a draft call and
+its verification against a baseline step (`calibrate`), the ceiling a perfect, free draft would
+give (`ceiling`), the per-token acceptance fitted from the counts (`fitted_acceptance`) and
+measured against predicted speedup (`_decode_prediction`). Knows nothing about printing, targets
+or memory."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from specdec_lib.config import SamplingConfig
+from specdec_lib.core.cache import CachedLM
+from specdec_lib.generate import Generator
+from specdec_lib.results.catalog import BASELINE
+from specdec_lib.runner.paired import Arm
+
+
+@torch.inference_mode()
+def calibrate(
+    arms: Sequence[Arm], seqs: Sequence[list[int]], repeats: int = 3
+) -> dict[str, dict[str, float]]:
+    """Per arm of ours: a draft call and its verification, each timed on its own (fastest of
+    `repeats`, arms alternating within a repeat) at each sequence in `seqs`, as ratios to the
+    baseline's step timed the same way (the `none` arm's verification is that step).
+
+    Returns {arm: {"c_call", "v", "d", "c"}}: c_call / v the mean draft / verification cost per
+    call over the sequences in baseline steps, d the mean draft length, c = c_call / d."""
+    from specdec_lib.core.decode import clip_draft, prefill, verify_step
+    from specdec_lib.core.sampling import make_generator
+
+    ours = [a for a in arms if isinstance(a.generator, Generator)]
+    if not ours or not seqs:
+        return {}
+    lm = ours[0].generator.lm
+    greedy, gen = SamplingConfig(), make_generator(0)
+    draft_t = {a.method.name: [] for a in ours}  # per seq: fastest time
+    verify_t = {a.method.name: [] for a in ours}
+    lengths = {a.method.name: [] for a in ours}
+    for seq in seqs:
+        prefill(lm, seq)
+        best_d = {a.method.name: math.inf for a in ours}
+        best_v = {a.method.name: math.inf for a in ours}
+        d_len: dict[str, int] = {}
+        for a in ours:
+            a.generator.drafter.attach(lm)
+            a.generator.drafter.begin(list(seq))
+        for _ in range(repeats):
+            for a in ours:
+                name, k = a.method.name, a.method.k
+                t0 = time.perf_counter()
+                draft = clip_draft(a.generator.drafter.propose(list(seq), k, greedy, gen), k)
+                t1 = time.perf_counter()
+                verify_step(lm, list(seq), draft, greedy, gen)
+                t2 = time.perf_counter()
+                lm.rollback(len(seq) - 1)
+                best_d[name] = min(best_d[name], t1 - t0)
+                best_v[name] = min(best_v[name], t2 - t1)
+                d_len[name] = len(draft.tokens)
+        for a in ours:
+            draft_t[a.method.name].append(best_d[a.method.name])
+            verify_t[a.method.name].append(best_v[a.method.name])
+            lengths[a.method.name].append(d_len[a.method.name])
+    step = float(np.mean(verify_t.get(BASELINE, []))) if BASELINE in verify_t else None
+    if not step:
+        return {}
+    out: dict[str, dict[str, float]] = {}
+    for a in ours:
+        name = a.method.name
+        if name == BASELINE:
+            continue
+        c_call = float(np.mean(draft_t[name])) / step
+        d = float(np.mean(lengths[name]))
+        out[name] = {
+            "c_call": c_call,
+            "v": float(np.mean(verify_t[name])) / step,
+            "d": d,
+            "c": c_call / d if d else None,
+            "n_positions": len(seqs),
+            "baseline_step_s": step,
+        }
+    return out
+
+
+def calibration_seqs(rows: list[dict], prompts, n_prompts: int, n_positions: int):
+    """Prompt + the baseline's first j tokens, at n_positions evenly spaced j, for the first
+    n_prompts prompts: where the costs are timed."""
+    seqs = []
+    for r in sorted((r for r in rows if r["method"] == BASELINE), key=lambda r: r["prompt"]):
+        if r["prompt"] >= n_prompts:
+            break
+        toks = [int(t) for t in str(r["tokens"]).split()]
+        ids = list(prompts[r["prompt"]].ids)
+        for i in range(n_positions):
+            seqs.append(ids + toks[: i * len(toks) // n_positions])
+    return seqs
+
+
+CEILING_KS = (1, 2, 4, 8, 16)
+
+
+@torch.inference_mode()
+def ceiling(
+    lm: CachedLM, rows: list[dict], prompts, n_prompts: int, n_positions: int, repeats: int = 3
+) -> dict[str, Any]:
+    """The speedup a perfect, free draft would give: per K, a verification of the baseline's own
+    next K tokens (all accepted: K + 1 tokens per call) timed against a one-position call at the
+    same sequences (fastest of `repeats`, K alternating), so ceiling_K = (K + 1) / v_K with v_K
+    that call's cost in baseline steps. Bounds every chain drafter at that K on this machine."""
+    from specdec_lib.core.decode import prefill, verify_step
+    from specdec_lib.core.sampling import make_generator
+    from specdec_lib.drafters.base import Draft
+
+    greedy, gen = SamplingConfig(), make_generator(0)
+    ks = (0, *CEILING_KS)
+    best: dict[int, list[float]] = {k: [] for k in ks}
+    all_accepted = True
+    base = sorted((r for r in rows if r["method"] == BASELINE), key=lambda r: r["prompt"])
+    for r in base[:n_prompts]:
+        toks = [int(x) for x in str(r["tokens"]).split()]
+        ids = list(prompts[r["prompt"]].ids)
+        for i in range(n_positions):
+            j = i * max(len(toks) - max(ks), 0) // max(n_positions, 1)
+            seq = ids + toks[:j]
+            prefill(lm, seq)
+            fastest = dict.fromkeys(ks, math.inf)
+            for _ in range(repeats):
+                for k in ks:
+                    draft = Draft(toks[j : j + k])
+                    t0 = time.perf_counter()
+                    verdict = verify_step(lm, seq, draft, greedy, gen)
+                    fastest[k] = min(fastest[k], time.perf_counter() - t0)
+                    all_accepted &= verdict.n_accepted == len(draft.tokens)
+                    lm.rollback(len(seq) - 1)
+            for k in ks:
+                best[k].append(fastest[k])
+    if not best[0]:
+        return {}
+    step = float(np.mean(best[0]))
+    out: dict[str, Any] = {
+        "baseline_step_s": step,
+        "n_positions": len(best[0]),
+        "all_accepted": all_accepted,
+        "by_k": {},
+    }
+    for k in CEILING_KS:
+        v = float(np.mean(best[k])) / step
+        out["by_k"][str(k)] = {"verify_cost": v, "ceiling": (k + 1) / v}
+    return out
+
+
+def fitted_acceptance(accepted: list[int], proposed: list[int]) -> float | None:
+    """Per-token acceptance a of the i.i.d. model fitted to the counts (maximum likelihood):
+    accepted drafts / draft positions reached (a call of d drafts accepting n reached
+    min(d, n + 1) positions). None when nothing was drafted."""
+    reached = sum(min(d, n + 1) for n, d in zip(accepted, proposed, strict=True))
+    return sum(accepted) / reached if reached else None
+
+
+def _calls(rows, name: str) -> tuple[list[int], list[int]]:
+    arm = [r for r in rows if r["method"] == name]
+    acc = [int(x) for r in arm for x in str(r["accepted_lengths"]).split()]
+    prop = [int(x) for r in arm for x in str(r["proposed_lengths"]).split()]
+    return acc, prop
+
+
+def _decode_prediction(rows, name: str, costs: dict[str, float] | None) -> dict[str, Any]:
+    """Measured against predicted speedup of the decode phase (after the prefill, which both
+    pay), and the accounting identity.
+
+    measured = (baseline decode time / token) / (decode time / token), from the run;
+    predicted = E / (c_call + v): E = mean over calls of (1 - a^(d+1)) / (1 - a) with a fitted
+    from the acceptance counts (`fitted_acceptance`), c_call and v from `calibrate` (timed
+    apart). accounting_ratio = measured / (mean accepted length x baseline step / in-loop time
+    per call): about 1 by construction (a consistency check of the loop's timers, not a test of
+    the model); loop_overhead_share: the loop's time outside draft and verification."""
+    from specdec_lib.analysis import theory
+
+    base = [r for r in rows if r["method"] == BASELINE]
+    arm = [r for r in rows if r["method"] == name]
+    b_decode = sum(r["wall_s"] - r["prefill_s"] for r in base)
+    b_tokens = sum(r["new_tokens"] for r in base)
+    decode = sum(r["wall_s"] - r["prefill_s"] for r in arm)
+    tokens = sum(r["new_tokens"] for r in arm)
+    busy = sum(r["draft_s"] + r["verify_s"] for r in arm)
+    acc, prop = _calls(rows, name)
+    out: dict[str, Any] = {
+        "decode_speedup": None,
+        "fitted_acceptance": fitted_acceptance(acc, prop),
+        "predicted_speedup": None,
+        "measured_over_predicted": None,
+        "accounting_ratio": None,
+    }
+    if not (b_decode > 0 and b_tokens and decode > 0 and tokens and acc):
+        return out
+    step = b_decode / b_tokens
+    measured = step / (decode / tokens)
+    out["decode_speedup"] = measured
+    if busy > 0:
+        out["accounting_ratio"] = measured / ((tokens / len(acc)) * step / (busy / len(acc)))
+        out["loop_overhead_share"] = 1.0 - busy / decode
+    a = out["fitted_acceptance"]
+    if costs and a is not None and costs["c_call"] + costs["v"] > 0:
+        e = float(np.mean([theory.expected_tokens(a, d) for d in prop]))
+        predicted = e / (costs["c_call"] + costs["v"])
+        out.update(
+            expected_tokens_per_call=e,
+            predicted_speedup=predicted,
+            measured_over_predicted=measured / predicted,
+            cost_ratio=costs["c"],
+            draft_call_cost=costs["c_call"],
+            verify_cost=costs["v"],
+            calibration_positions=costs["n_positions"],
+        )
+    return out

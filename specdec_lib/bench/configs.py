@@ -1,0 +1,54 @@
+"""The configurations of ours that the benchmark runs: the K sweep, the contexts and lengths, a
+`Config` (a drafter spec and its K), the best lossless ones (the registry's presets), and the
+drafter a spec builds. Knows nothing about timing, Hugging Face or printing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from specdec_lib.drafters import SELF_KEEP, SELF_LAYERS, Drafter
+from specdec_lib.drafters.registry import PRESETS, DraftContext, build
+from specdec_lib.models import LoadedModel
+
+KS = (2, 4, 8)
+CONTEXTS = (20, 100)
+LONG_TOKENS = 128
+SHORT_TOKENS = 32
+IDENTITY_TOKENS = 64
+
+
+@dataclass(frozen=True)
+class Config:
+    """One of our configurations: a drafter spec (see `make_drafter`) and its K."""
+
+    name: str
+    draft: str
+    k: int
+
+
+# Our best lossless configurations on the embedded Gemma 3 270M (long: prompt lookup at the K
+# whose verification fills one row chunk of the fast path; short: lookup, else the shared-body
+# drafter): the registry's presets, so that `generate --draft best` runs what the bench measured.
+BEST_LONG = Config("best", PRESETS["best"].spec, PRESETS["best"].k)
+BEST_SHORT = Config("best_short", PRESETS["best_short"].spec, PRESETS["best_short"].k)
+# Tree verification (`drafters.tree`): every earlier match of the suffix and the bigram's two top
+# successors in one call of at most 16 nodes, the shared-body chain when nothing matches. Not
+# yet measured on a quiet machine: an arm of its own beside `best`.
+TREE_LONG = Config("tree", "tree+shared:16:4", 8)
+
+
+def make_drafter(
+    spec: str, loaded: LoadedModel, fit_ids: Callable[[], list[int]], k: int = 4
+) -> Drafter:
+    """A drafter by spec, through the one grammar (`drafters.registry`); k: the run's K."""
+    return build(spec, DraftContext(loaded, fit_ids, k=k))
+
+
+def _self_spec(loaded: LoadedModel) -> str:
+    """The library's self-draft, scaled down for models smaller than the embedded one."""
+    cfg = loaded.model.config
+    cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+    layers = max(1, min(SELF_LAYERS, int(cfg.num_hidden_layers)))
+    keep = min(SELF_KEEP, max(loaded.vocab_size // 2, 1))
+    return f"self:{layers}:{keep}"

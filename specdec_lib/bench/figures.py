@@ -1,0 +1,86 @@
+"""Per arm, the numbers a reader compares, flattened from the rows and the summary: tokens/s,
+paired speedups, acceptance, the prediction; every interval with its n. Knows nothing about
+printing or targets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from specdec_lib.analysis import stats
+from specdec_lib.bench.calibrate import _decode_prediction
+from specdec_lib.results.catalog import BASELINE
+
+
+def _is_hf(method: str) -> bool:
+    return method.startswith("hf_")
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def _walls(rows, method: str) -> np.ndarray:
+    rs = sorted((r for r in rows if r["method"] == method), key=lambda r: r["prompt"])
+    return np.array([r["wall_s"] for r in rs], dtype=float)
+
+
+def _ratio(rows, slow: str, fast: str) -> dict[str, Any]:
+    """How many times faster `fast` is than `slow` (ratio of total times, paired CI)."""
+    return stats.paired_speedup(_walls(rows, slow), _walls(rows, fast)).as_dict()
+
+
+def _with_n(o: Any, n: int) -> Any:
+    """Every interval (a dict with ci_low) in o gets its n beside it."""
+    if isinstance(o, dict):
+        o = {k: _with_n(v, n) for k, v in o.items()}
+        if "ci_low" in o:
+            o["n"] = n
+    return o
+
+
+def _figures(
+    rows: list[dict], summary: dict[str, Any], costs: dict[str, dict[str, float]] | None = None
+) -> dict[str, Any]:
+    """Per arm: the numbers a reader compares, flattened; every interval with its n."""
+    arms: dict[str, Any] = {}
+    has_hf = "hf_greedy" in summary
+    for name, s in summary.items():
+        a: dict[str, Any] = {
+            "implementation": "hf" if _is_hf(name) else "ours",
+            "draft": s["draft"],
+            "k": s["k"],
+            "tokens_per_s": s["tokens_per_s"],
+            "speedup": s.get("speedup", {"value": 1.0, "ci_low": 1.0, "ci_high": 1.0}),
+            "identical_to_baseline": s["identical_fraction"],
+            "repetition_4gram": s["repetition_4gram"],
+            "new_tokens": s["new_tokens"],
+        }
+        if has_hf and name != "hf_greedy":
+            a["speedup_vs_hf_greedy"] = _ratio(rows, "hf_greedy", name)
+        if not _is_hf(name) and name != BASELINE and "acceptance_rate" in s:
+            a.update(
+                {
+                    "acceptance_rate": s["acceptance_rate"],
+                    "mean_accepted_length": s["mean_accepted_length"],
+                    "cost_ratio": None,
+                    **_decode_prediction(rows, name, (costs or {}).get(name)),
+                }
+            )
+        arms[name] = _with_n(a, s["n_prompts"])
+    return arms
+
+
+def _best(summary: dict[str, Any], hf: bool) -> str | None:
+    """The fastest arm of ours (hf=False) or of HF's. Ours must be lossless in this run: every
+    output token-identical to our baseline's (an arm that is not, such as tree verification in
+    bfloat16, where its one call is not batch-invariant, is shown but never called best)."""
+    names = [
+        n
+        for n in summary
+        if _is_hf(n) == hf
+        and n != BASELINE
+        and "speedup" in summary[n]
+        and (hf or summary[n]["identical_fraction"] == 1.0)
+    ]
+    return max(names, key=lambda n: summary[n]["speedup"]["value"]) if names else None

@@ -1,0 +1,91 @@
+"""The benchmark's targets (issue 14) and whether a run met them: each a value, its threshold and
+a verdict (None where the run has no value). Knows nothing about printing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specdec_lib.bench.configs import BEST_SHORT
+from specdec_lib.bench.figures import _ratio
+from specdec_lib.results.catalog import BASELINE
+
+TARGETS = {
+    "baseline_vs_hf_greedy": 1.0,
+    "ngram_vs_hf_prompt_lookup": 1.1,
+    "best_vs_hf_best": 1.3,
+    # 128 new tokens: our best lossless configuration over our own baseline, at each context
+    "best_long_vs_baseline": 2.5,
+    "short_best_vs_baseline": 1.3,
+    # every arm's measured / predicted decode speedup within [1 / 1.25, 1.25]
+    "prediction_agreement": 1.25,
+    "self_draft_extra_memory": 0.25,
+}
+
+
+def _target(value: float | None, threshold: float, *, at_most: bool = False, **extra) -> dict:
+    met = None if value is None else (value <= threshold if at_most else value >= threshold)
+    return {"value": value, "threshold": threshold, "met": met, **extra}
+
+
+def _targets(groups, all_rows, memory, contexts, quick) -> dict[str, Any]:
+    t: dict[str, Any] = {}
+    worst_pred: list[tuple[float, str]] = []
+    for c in contexts:
+        g, rows = groups[f"long_c{c}"], all_rows[f"long_c{c}"]
+        arms = g["arms"]
+        if "hf_greedy" in arms:
+            r = _ratio(rows, "hf_greedy", BASELINE)
+            t[f"baseline_vs_hf_greedy_c{c}"] = _target(
+                r["value"], TARGETS["baseline_vs_hf_greedy"], ci=r
+            )
+        for name in arms:
+            if name.startswith("ngram_k"):
+                k = name.removeprefix("ngram_k")
+                hf = f"hf_prompt_lookup_k{k}"
+                if hf in arms:
+                    r = _ratio(rows, hf, name)
+                    t[f"ngram_vs_hf_prompt_lookup_k{k}_c{c}"] = _target(
+                        r["value"], TARGETS["ngram_vs_hf_prompt_lookup"], ci=r
+                    )
+        if g["best_ours"]:
+            r = _ratio(rows, BASELINE, g["best_ours"])
+            t[f"best_long_vs_baseline_c{c}"] = _target(
+                r["value"], TARGETS["best_long_vs_baseline"], ci=r, ours=g["best_ours"]
+            )
+        if g["best_ours"] and g["best_hf"]:
+            r = _ratio(rows, g["best_hf"], g["best_ours"])
+            t[f"best_vs_hf_best_c{c}"] = _target(
+                r["value"],
+                TARGETS["best_vs_hf_best"],
+                ci=r,
+                ours=g["best_ours"],
+                hf=g["best_hf"],
+                ours_speedup_over_baseline=arms[g["best_ours"]]["speedup"]["value"],
+                hf_speedup_over_baseline=arms[g["best_hf"]]["speedup"]["value"],
+            )
+    for c in contexts:
+        rows = all_rows[f"short_c{c}"]
+        r = _ratio(rows, BASELINE, BEST_SHORT.name)
+        t[f"short_best_vs_baseline_c{c}"] = _target(
+            r["value"], TARGETS["short_best_vs_baseline"], ci=r, ours=BEST_SHORT.name
+        )
+    for gname, g in groups.items():
+        for name, a in g["arms"].items():
+            if a.get("measured_over_predicted") is not None:
+                worst_pred.append((a["measured_over_predicted"], f"{gname}/{name}"))
+    # the largest factor by which measurement and prediction differ, either way
+    spread = [(max(v, 1.0 / v), k) for v, k in worst_pred if v > 0]
+    worst = max(spread) if spread else None
+    t["prediction_agreement"] = _target(
+        worst[0] if worst else None,
+        TARGETS["prediction_agreement"],
+        at_most=True,
+        arm=worst[1] if worst else None,
+        measured_over_predicted={k: v for v, k in worst_pred},
+    )
+    t["self_draft_extra_memory"] = _target(
+        memory.get("self_draft_extra_fraction"),
+        TARGETS["self_draft_extra_memory"],
+        at_most=True,
+    )
+    return t

@@ -431,3 +431,47 @@ def test_specdec_threads_overrides_the_timing(monkeypatch):
         assert torch.get_num_threads() == got["threads"]
     finally:
         torch.set_num_threads(before)
+
+
+# ----------------------------------------------------------------------------- memory, JSON
+
+
+def test_the_cache_holds_its_buffers_as_allocated_and_nothing_before_the_first_call():
+    lm = CachedLM(tiny_gemma(2, 2, vocab=BYTE_VOCAB, dtype=torch.float32, window=16))
+    assert lm.cache_tensors() == []
+    lm.reset()
+    lm.extend(prompt(0, 20), 1)
+    tensors = lm.cache_tensors()
+    assert len(tensors) == 2 * 2  # keys and values per layer
+    assert all(t.shape[-2] >= len(lm.tokens) for t in tensors)  # capacity, not the length
+    lm.rollback(5)
+    assert [t.shape for t in lm.cache_tensors()] == [t.shape for t in tensors]  # a crop keeps it
+
+
+@needs_packing
+def test_packed_bytes_count_every_packed_linear_once_and_nothing_unpacked():
+    from specdec_lib.core.fastpath import packed_bytes
+
+    model = tiny_gemma(4, 2, vocab=BYTE_VOCAB, dtype=torch.bfloat16, window=16)
+    assert packed_bytes(model) == 0
+    lm = CachedLM(model)
+    lm.reset()
+    lm.extend([2, 5, 9], 1)
+    weights = sum(
+        m.weight.element_size() * m.weight.numel()
+        for m in model.modules()
+        if isinstance(m, torch.nn.Linear)
+    )
+    assert packed_bytes(model) >= weights // 2 > 0  # a reordered copy of every linear's weight
+    assert packed_bytes(model.lm_head) < packed_bytes(model)
+
+
+def test_the_benchs_json_is_cleaned_by_the_one_store_clean():
+    import numpy as np
+
+    from specdec_lib.results.store import clean
+
+    raw = {1: np.int64(3), "x": (np.float32(0.5), float("nan")), "y": {2: np.float64("inf")}}
+    assert clean(raw) == {"1": 3, "x": [0.5, None], "y": {"2": None}}
+    assert json.loads(json.dumps(clean(raw), allow_nan=False)) == clean(raw)
+    assert type(clean(np.int64(3))) is int and clean(True) is True

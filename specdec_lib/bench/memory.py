@@ -11,11 +11,9 @@ import torch
 
 from specdec_lib.bench.configs import make_drafter
 from specdec_lib.config import SamplingConfig, SpecConfig
-from specdec_lib.core.cache import CachedLM
+from specdec_lib.core.fastpath import packed_bytes
 from specdec_lib.generate import Generator
 from specdec_lib.models import LoadedModel
-
-# ----------------------------------------------------------------------------- memory
 
 
 def rss_bytes() -> int | None:
@@ -47,26 +45,6 @@ def _tensor_bytes(tensors) -> int:
     return total
 
 
-def _packed_bytes(model: torch.nn.Module) -> int:
-    from specdec_lib.core.fastpath import _PACKED
-
-    return sum(
-        v[1].element_size() * v[1].numel()
-        for m in model.modules()
-        if isinstance(m, torch.nn.Linear) and (v := _PACKED.get(m)) is not None
-    )
-
-
-def _cache_bytes(lm: CachedLM) -> int:
-    layers = getattr(lm.cache, "layers", []) if lm.cache is not None else []
-    bufs = []
-    for layer in layers:
-        bufs += [getattr(layer, "_kbuf", None), getattr(layer, "_vbuf", None)]
-        if getattr(layer, "_kbuf", None) is None:
-            bufs += [getattr(layer, "keys", None), getattr(layer, "values", None)]
-    return _tensor_bytes(bufs)
-
-
 def _peak_cuda(device: torch.device) -> int | None:
     return torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
 
@@ -85,7 +63,7 @@ def measure_memory(
     base = Generator.from_loaded(loaded, "none")
     base.generate_ids(prompt, spec, SamplingConfig())
     params = _tensor_bytes(loaded.model.parameters())
-    target_bytes = params + _packed_bytes(loaded.model) + _cache_bytes(base.lm)
+    target_bytes = params + packed_bytes(loaded.model) + _tensor_bytes(base.lm.cache_tensors())
     rss_target = rss_bytes()
     cuda_target = _peak_cuda(device)
     drafter = make_drafter(self_spec, loaded, fit_ids)
@@ -96,13 +74,10 @@ def measure_memory(
     own = [p for p in drafter.lm.model.parameters()]
     shared = {p.untyped_storage().data_ptr() for p in loaded.model.parameters()}
     own = [p for p in own if p.untyped_storage().data_ptr() not in shared]
-    draft_bytes = _tensor_bytes(own) + _cache_bytes(drafter.lm)
+    draft_bytes = _tensor_bytes(own) + _tensor_bytes(drafter.lm.cache_tensors())
     head = getattr(drafter.lm.model, "lm_head", None)
     if head is not None and head not in set(loaded.model.modules()):
-        from specdec_lib.core.fastpath import _PACKED
-
-        packed = _PACKED.get(head)
-        draft_bytes += packed[1].element_size() * packed[1].numel() if packed else 0
+        draft_bytes += packed_bytes(head)
     out: dict[str, Any] = {
         "self_draft": self_spec,
         "target_bytes": target_bytes,

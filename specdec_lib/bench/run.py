@@ -5,7 +5,6 @@ nothing about notebooks or result directories."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
@@ -40,6 +39,7 @@ from specdec_lib.generate import Generator, fit_ids_for
 from specdec_lib.models import LoadedModel, load_model
 from specdec_lib.peers import HFGenerator
 from specdec_lib.results.catalog import BASELINE
+from specdec_lib.results.store import clean
 from specdec_lib.runner.paired import Arm, Method, run_paired
 
 # ----------------------------------------------------------------------------- arms
@@ -323,21 +323,7 @@ def _run_bench(
             "total": time.perf_counter() - t_start,
         },
     }
-    result = _clean(result)
+    result = clean(result)
     _print_summary(targets, out, bound)
     print(json.dumps(result, sort_keys=True, allow_nan=False), file=out, flush=True)
     return result
-
-
-def _clean(o: Any) -> Any:
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
-    if isinstance(o, dict):
-        return {str(k): _clean(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_clean(v) for v in o]
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, (np.floating,)):
-        return _clean(float(o))
-    return o

@@ -107,6 +107,10 @@ class GrowingLayer(DynamicLayer):
         self._len = 0
         self.is_initialized = False
 
+    def buffers(self) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """The key and value buffers as allocated (their capacity, not the length in use)."""
+        return getattr(self, "_kbuf", None), getattr(self, "_vbuf", None)
+
 
 class GrowingCache(DynamicCache):
     """A `DynamicCache` of `GrowingLayer`s (one per decoder layer, created lazily)."""
@@ -160,6 +164,17 @@ class CachedLM:
 
     def __len__(self) -> int:
         return len(self.tokens)
+
+    def cache_tensors(self) -> list[torch.Tensor]:
+        """The tensors that hold the KV cache now: each growing layer's buffers as allocated,
+        a stock layer's keys and values; none before the first call or without a cache."""
+        out: list[torch.Tensor] = []
+        for layer in getattr(self.cache, "layers", []) if self.cache is not None else []:
+            kv = layer.buffers() if isinstance(layer, GrowingLayer) else (None, None)
+            if kv[0] is None:
+                kv = (getattr(layer, "keys", None), getattr(layer, "values", None))
+            out += [t for t in kv if t is not None]
+        return out
 
     @torch.inference_mode()
     def extend(self, ids: list[int], logits_to_keep: int = 1) -> torch.Tensor:

@@ -215,6 +215,16 @@ class PackedLinear(torch.nn.Module):
         return y.reshape(*shape[:-1], y.shape[-1])
 
 
+def packed_bytes(module: torch.nn.Module) -> int:
+    """Bytes of the packed weights held for the linear layers in `module` (itself included):
+    the copies `PackedLinear` keeps beside the weights, 0 where nothing is packed."""
+    return sum(
+        v[1].element_size() * v[1].numel()
+        for m in module.modules()
+        if isinstance(m, torch.nn.Linear) and (v := _PACKED.get(m)) is not None
+    )
+
+
 # ----------------------------------------------------------------------------- attention
 
 

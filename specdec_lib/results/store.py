@@ -159,11 +159,16 @@ def _json_default(o: Any) -> Any:
 
 
 def clean(o: Any) -> Any:
-    """NaN/inf -> None so the files are strict JSON."""
+    """Plain, strict JSON data: NaN/inf -> None, numpy scalars -> int/float, tuples -> lists,
+    dict keys -> str (as `json` writes them, so the data equals what a reader gets back)."""
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        o = float(o)
     if isinstance(o, float) and not math.isfinite(o):
         return None
     if isinstance(o, dict):
-        return {k: clean(v) for k, v in o.items()}
+        return {(k if isinstance(k, str) else str(k)): clean(v) for k, v in o.items()}
     if isinstance(o, (list, tuple)):
         return [clean(v) for v in o]
     return o

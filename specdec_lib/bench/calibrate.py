@@ -14,8 +14,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from specdec_lib.analysis import theory
 from specdec_lib.config import SamplingConfig
 from specdec_lib.core.cache import CachedLM
+from specdec_lib.core.decode import clip_draft, prefill, verify_step
+from specdec_lib.core.sampling import make_generator
+from specdec_lib.drafters.base import Draft
 from specdec_lib.generate import Generator
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.runner.paired import Arm
@@ -31,60 +35,59 @@ def calibrate(
 
     Returns {arm: {"c_call", "v", "d", "c"}}: c_call / v the mean draft / verification cost per
     call over the sequences in baseline steps, d the mean draft length, c = c_call / d."""
-    from specdec_lib.core.decode import clip_draft, prefill, verify_step
-    from specdec_lib.core.sampling import make_generator
-
     ours = [a for a in arms if isinstance(a.generator, Generator)]
     if not ours or not seqs:
         return {}
     lm = ours[0].generator.lm
     greedy, gen = SamplingConfig(), make_generator(0)
-    draft_t = {a.method.name: [] for a in ours}  # per seq: fastest time
-    verify_t = {a.method.name: [] for a in ours}
-    lengths = {a.method.name: [] for a in ours}
-    for seq in seqs:
-        prefill(lm, seq)
-        best_d = {a.method.name: math.inf for a in ours}
-        best_v = {a.method.name: math.inf for a in ours}
-        d_len: dict[str, int] = {}
-        for a in ours:
-            a.generator.drafter.attach(lm)
-            a.generator.drafter.begin(list(seq))
-        for _ in range(repeats):
-            for a in ours:
-                name, k = a.method.name, a.method.k
-                t0 = time.perf_counter()
-                draft = clip_draft(a.generator.drafter.propose(list(seq), k, greedy, gen), k)
-                t1 = time.perf_counter()
-                verify_step(lm, list(seq), draft, greedy, gen)
-                t2 = time.perf_counter()
-                lm.rollback(len(seq) - 1)
-                best_d[name] = min(best_d[name], t1 - t0)
-                best_v[name] = min(best_v[name], t2 - t1)
-                d_len[name] = len(draft.tokens)
-        for a in ours:
-            draft_t[a.method.name].append(best_d[a.method.name])
-            verify_t[a.method.name].append(best_v[a.method.name])
-            lengths[a.method.name].append(d_len[a.method.name])
-    step = float(np.mean(verify_t.get(BASELINE, []))) if BASELINE in verify_t else None
+    per_seq = [_fastest_calls(lm, ours, seq, repeats, greedy, gen) for seq in seqs]
+    if BASELINE not in per_seq[0]:
+        return {}
+    step = float(np.mean([t[BASELINE][1] for t in per_seq]))
     if not step:
         return {}
     out: dict[str, dict[str, float]] = {}
-    for a in ours:
-        name = a.method.name
-        if name == BASELINE:
-            continue
-        c_call = float(np.mean(draft_t[name])) / step
-        d = float(np.mean(lengths[name]))
+    for name in (a.method.name for a in ours if a.method.name != BASELINE):
+        c_call = float(np.mean([t[name][0] for t in per_seq])) / step
+        d = float(np.mean([t[name][2] for t in per_seq]))
         out[name] = {
             "c_call": c_call,
-            "v": float(np.mean(verify_t[name])) / step,
+            "v": float(np.mean([t[name][1] for t in per_seq])) / step,
             "d": d,
             "c": c_call / d if d else None,
             "n_positions": len(seqs),
             "baseline_step_s": step,
         }
     return out
+
+
+def _fastest_calls(
+    lm: CachedLM,
+    ours: Sequence[Arm],
+    seq: list[int],
+    repeats: int,
+    greedy: SamplingConfig,
+    gen: torch.Generator,
+) -> dict[str, tuple[float, float, int]]:
+    """At one sequence, per arm: the fastest draft call and the fastest verification of its
+    draft over `repeats` (arms alternating within a repeat), and the draft's length."""
+    prefill(lm, seq)
+    for a in ours:
+        a.generator.drafter.attach(lm)
+        a.generator.drafter.begin(list(seq))
+    fastest = {a.method.name: (math.inf, math.inf, 0) for a in ours}
+    for _ in range(repeats):
+        for a in ours:
+            name, k = a.method.name, a.method.k
+            t0 = time.perf_counter()
+            draft = clip_draft(a.generator.drafter.propose(list(seq), k, greedy, gen), k)
+            t1 = time.perf_counter()
+            verify_step(lm, list(seq), draft, greedy, gen)
+            t2 = time.perf_counter()
+            lm.rollback(len(seq) - 1)
+            d_s, v_s, _ = fastest[name]
+            fastest[name] = (min(d_s, t1 - t0), min(v_s, t2 - t1), len(draft.tokens))
+    return fastest
 
 
 def calibration_seqs(rows: list[dict], prompts, n_prompts: int, n_positions: int):
@@ -112,10 +115,6 @@ def ceiling(
     next K tokens (all accepted: K + 1 tokens per call) timed against a one-position call at the
     same sequences (fastest of `repeats`, K alternating), so ceiling_K = (K + 1) / v_K with v_K
     that call's cost in baseline steps. Bounds every chain drafter at that K on this machine."""
-    from specdec_lib.core.decode import prefill, verify_step
-    from specdec_lib.core.sampling import make_generator
-    from specdec_lib.drafters.base import Draft
-
     greedy, gen = SamplingConfig(), make_generator(0)
     ks = (0, *CEILING_KS)
     best: dict[int, list[float]] = {k: [] for k in ks}
@@ -179,8 +178,6 @@ def _decode_prediction(rows, name: str, costs: dict[str, float] | None) -> dict[
     apart). accounting_ratio = measured / (mean accepted length x baseline step / in-loop time
     per call): about 1 by construction (a consistency check of the loop's timers, not a test of
     the model); loop_overhead_share: the loop's time outside draft and verification."""
-    from specdec_lib.analysis import theory
-
     base = [r for r in rows if r["method"] == BASELINE]
     arm = [r for r in rows if r["method"] == name]
     b_decode = sum(r["wall_s"] - r["prefill_s"] for r in base)

@@ -4,12 +4,13 @@ drafter a spec builds. Knows nothing about timing, Hugging Face or printing."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from specdec_lib.drafters import SELF_KEEP, SELF_LAYERS, Drafter
 from specdec_lib.drafters.registry import PRESETS, DraftContext, build
 from specdec_lib.models import LoadedModel
+from specdec_lib.results.catalog import BASELINE
 
 KS = (2, 4, 8)
 CONTEXTS = (20, 100)
@@ -36,6 +37,12 @@ BEST_SHORT = Config("best_short", PRESETS["best_short"].spec, PRESETS["best_shor
 # successors in one call of at most 16 nodes, the shared-body chain when nothing matches. Not
 # yet measured on a quiet machine: an arm of its own beside `best`.
 TREE_LONG = Config("tree", "tree+shared:16:4", 8)
+BASELINE_CONFIG = Config(BASELINE, "none", 1)
+
+
+def ngram_configs(ks: Sequence[int]) -> list[Config]:
+    """Our n-gram prompt lookup at each K of the sweep."""
+    return [Config(f"ngram_k{k}", "ngram", k) for k in ks]
 
 
 def make_drafter(

@@ -9,6 +9,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import numpy as np
@@ -18,6 +19,7 @@ from specdec_lib import runtime
 from specdec_lib.analysis.summary import summarize
 from specdec_lib.bench.calibrate import calibrate, calibration_seqs, ceiling
 from specdec_lib.bench.configs import (
+    BASELINE_CONFIG,
     BEST_LONG,
     BEST_SHORT,
     CONTEXTS,
@@ -29,6 +31,7 @@ from specdec_lib.bench.configs import (
     Config,
     _self_spec,
     make_drafter,
+    ngram_configs,
 )
 from specdec_lib.bench.figures import _best, _figures
 from specdec_lib.bench.memory import measure_memory
@@ -143,6 +146,71 @@ def _identity(
     return out
 
 
+@dataclass(frozen=True)
+class Settings:
+    """What a run measures, from its arguments (`quick`: tiny settings, a smoke test)."""
+
+    quick: bool
+    n_prompts: int  # per group
+    ks: tuple[int, ...]  # the K sweep
+    contexts: tuple[int, ...]
+    long_tokens: int
+    short_tokens: int
+    calibration: tuple[int, int]  # (prompts, positions per prompt) where costs are timed
+
+    @classmethod
+    def of(cls, n_prompts: int, max_new_tokens: int | None, quick: bool) -> Settings:
+        if n_prompts < 1:
+            raise SpecdecError(f"--prompts must be at least 1, got {n_prompts}")
+        if max_new_tokens is not None and max_new_tokens < 1:
+            raise SpecdecError(f"--max-new-tokens must be at least 1, got {max_new_tokens}")
+        long_tokens = max_new_tokens or (16 if quick else LONG_TOKENS)
+        return cls(
+            quick=quick,
+            n_prompts=min(n_prompts, 2) if quick else n_prompts,
+            ks=(4,) if quick else KS,
+            contexts=CONTEXTS[:1] if quick else CONTEXTS,
+            long_tokens=long_tokens,
+            short_tokens=min(SHORT_TOKENS, long_tokens) if not quick else min(8, long_tokens),
+            calibration=(1, 2) if quick else (2, 4),
+        )
+
+
+@dataclass
+class Run:
+    """One run's target, prompts per context and the groups measured so far (in order)."""
+
+    settings: Settings
+    loaded: LoadedModel
+    fit_ids: Callable[[], list[int]]
+    prompts: dict[int, list]
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rows: dict[str, list[dict]] = field(default_factory=dict)
+
+    def ours(self, cfg: Config) -> Arm:
+        return _ours(self.loaded, cfg, self.fit_ids)
+
+    def hf(self, mode: str, k: int | None) -> Arm:
+        return _hf(self.loaded, mode, k)
+
+    def add(self, gname: str, arms: list[Arm], ps, tokens: int) -> dict[str, Any]:
+        """Run one group (paired, interleaved), time its costs apart, keep its figures."""
+        rows, summary = _group(gname, arms, ps, tokens, warmup=1)
+        self.rows[gname] = rows
+        seqs = calibration_seqs(rows, ps, *self.settings.calibration)
+        costs = calibrate(arms, seqs)
+        self.groups[gname] = {
+            "context_tokens": ps[0].context_tokens,
+            "max_new_tokens": tokens,
+            "n_prompts": len(ps),
+            "calibration_positions": len(seqs),
+            "arms": _figures(rows, summary, costs),
+            "best_ours": _best(summary, hf=False),
+            "best_hf": _best(summary, hf=True),
+        }
+        return self.groups[gname]
+
+
 def run_bench(
     target: str = "embedded",
     dtype: str = "auto",
@@ -194,19 +262,42 @@ def _run_bench(
     out,
 ) -> dict[str, Any]:
     t_start = time.perf_counter()
-    if n_prompts < 1:
-        raise SpecdecError(f"--prompts must be at least 1, got {n_prompts}")
-    if max_new_tokens is not None and max_new_tokens < 1:
-        raise SpecdecError(f"--max-new-tokens must be at least 1, got {max_new_tokens}")
-    long_tokens = max_new_tokens or (16 if quick else LONG_TOKENS)
-    short_tokens = min(SHORT_TOKENS, long_tokens) if not quick else min(8, long_tokens)
-    n = min(n_prompts, 2) if quick else n_prompts
-    ks = (4,) if quick else KS
-    contexts = CONTEXTS[:1] if quick else CONTEXTS
+    s = Settings.of(n_prompts, max_new_tokens, quick)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if loaded is None:
         loaded = load_model(target, dtype=dtype, device=device)
     t_loaded = time.perf_counter()
+    fit_ids_of = _fit_ids_of(articles, seed)
+    anchor_min = max(s.contexts)
+    prompts = {c: _prompts(loaded, s.n_prompts, c, seed, anchor_min, articles) for c in s.contexts}
+    run = Run(s, loaded, fit_ids_of(loaded), prompts)
+    max_k = max(*s.ks, BEST_LONG.k, BEST_SHORT.k)
+    threads = choose_threads(loaded)  # first: kernels are built per thread count
+    warm_s = warm_kernels(loaded, max_k + 1, [c + 1 for c in s.contexts] + list(s.contexts))
+    _long_groups(run)
+    _short_groups(run)
+    first = max(s.contexts)
+    base_lm = run.ours(BASELINE_CONFIG).generator.lm
+    bound = ceiling(base_lm, run.rows[f"long_c{first}"], prompts[first], *s.calibration)
+    self_spec = _self_spec(loaded)
+    memory = measure_memory(loaded, run.fit_ids, list(prompts[s.contexts[0]][0].ids), 16, self_spec)
+    identity = _identity_check(run, target, device, fit_ids_of, loaded_fp32)
+    targets = _targets(run.groups, run.rows, memory, s.contexts, quick)
+    print_table(run.groups, out)
+    result = _result(run, seed, threads, memory, identity, bound, targets)
+    result["timing_s"] = {
+        "load": t_loaded - t_start,
+        "warm_kernels": warm_s,
+        "total": time.perf_counter() - t_start,
+    }
+    result = clean(result)
+    _print_summary(targets, out, bound)
+    print(json.dumps(result, sort_keys=True, allow_nan=False), file=out, flush=True)
+    return result
+
+
+def _fit_ids_of(articles, seed: int) -> Callable[[LoadedModel], Callable[[], list[int]]]:
+    """How a loaded model gets the fit split's ids (the bigram's, the pruned heads')."""
 
     def fit_ids_of(lm: LoadedModel) -> Callable[[], list[int]]:
         if articles is not None:  # injected corpus: fit on the same articles (tests only)
@@ -215,115 +306,101 @@ def _run_bench(
             return lambda: fit_token_ids(lm.tokenizer, articles)
         return lambda: fit_ids_for(lm.tokenizer, "auto", seed)
 
-    fit_ids = fit_ids_of(loaded)
-    anchor_min = max(contexts)
-    prompts = {c: _prompts(loaded, n, c, seed, anchor_min, articles) for c in contexts}
-    max_k = max(*ks, BEST_LONG.k, BEST_SHORT.k)
-    threads = choose_threads(loaded)  # first: kernels are built per thread count
-    warm_s = warm_kernels(loaded, max_k + 1, [c + 1 for c in contexts] + [c for c in contexts])
-    ngram_cfgs = [Config(f"ngram_k{k}", "ngram", k) for k in ks]
-    best_long = BEST_LONG
-    best_short = BEST_SHORT
-    groups: dict[str, dict[str, Any]] = {}
-    all_rows: dict[str, list[dict]] = {}
+    return fit_ids_of
 
-    def add(gname: str, arms: list[Arm], ps, tokens: int) -> dict[str, Any]:
-        rows, summary = _group(gname, arms, ps, tokens, warmup=1)
-        all_rows[gname] = rows
-        seqs = calibration_seqs(rows, ps, 1 if quick else 2, 2 if quick else 4)
-        costs = calibrate(arms, seqs)
-        groups[gname] = {
-            "context_tokens": ps[0].context_tokens,
-            "max_new_tokens": tokens,
-            "n_prompts": len(ps),
-            "calibration_positions": len(seqs),
-            "arms": _figures(rows, summary, costs),
-            "best_ours": _best(summary, hf=False),
-            "best_hf": _best(summary, hf=True),
-        }
-        return groups[gname]
 
-    # The K sweep (ours against HF at every K, and HF greedy) runs at one context, the longest;
-    # at the other HF's prompt lookup runs at the K that was its best there, beside our best.
-    sweep_context = max(contexts)
+def _long_groups(run: Run) -> None:
+    """128 new tokens at each context, the longest first. The K sweep (ours against HF at every
+    K, and HF greedy) runs at the longest context; at the other HF's prompt lookup runs at the
+    K that was its best there, beside our best."""
+    ks = run.settings.ks
+    sweep_context = max(run.settings.contexts)
     hf_ks: list[int] = list(ks)
-    for c in sorted(contexts, reverse=True):
-        arms = [_ours(loaded, Config(BASELINE, "none", 1), fit_ids)]
-        if c == sweep_context:
-            arms.append(_hf(loaded, "greedy", None))
-            arms += [_ours(loaded, cfg, fit_ids) for cfg in ngram_cfgs]
-        arms += [_hf(loaded, "prompt_lookup", k) for k in (ks if c == sweep_context else hf_ks)]
-        arms.append(_ours(loaded, best_long, fit_ids))
-        arms.append(_ours(loaded, TREE_LONG, fit_ids))
-        g = add(f"long_c{c}", arms, prompts[c], long_tokens)
-        if c == sweep_context:  # the other context runs HF's prompt lookup at its best K only
-            lookups = {n: a for n, a in g["arms"].items() if n.startswith("hf_prompt_lookup_k")}
-            top = max(lookups, key=lambda n: lookups[n]["speedup"]["value"], default=None)
-            hf_ks = [lookups[top]["k"]] if top else list(ks)
+    for c in sorted(run.settings.contexts, reverse=True):
+        sweep = c == sweep_context
+        arms = [run.ours(BASELINE_CONFIG)]
+        if sweep:
+            arms.append(run.hf("greedy", None))
+            arms += [run.ours(cfg) for cfg in ngram_configs(ks)]
+        arms += [run.hf("prompt_lookup", k) for k in (ks if sweep else hf_ks)]
+        arms.append(run.ours(BEST_LONG))
+        arms.append(run.ours(TREE_LONG))
+        g = run.add(f"long_c{c}", arms, run.prompts[c], run.settings.long_tokens)
+        if sweep:
+            hf_ks = _hf_best_k(g, ks)
 
-    for c in sorted(contexts, reverse=True):
-        arms = [_ours(loaded, Config(BASELINE, "none", 1), fit_ids)]
-        arms.append(_ours(loaded, best_short, fit_ids))
-        arms.append(_hf(loaded, "prompt_lookup", 4 if 4 in ks else ks[0]))
-        add(f"short_c{c}", arms, prompts[c], short_tokens)
 
-    first = f"long_c{max(contexts)}"
-    base_lm = _ours(loaded, Config(BASELINE, "none", 1), fit_ids).generator.lm
-    n_cal = (1, 2) if quick else (2, 4)
-    bound = ceiling(base_lm, all_rows[first], prompts[max(contexts)], *n_cal)
-    self_spec = _self_spec(loaded)
-    memory = measure_memory(loaded, fit_ids, list(prompts[contexts[0]][0].ids), 16, self_spec)
+def _hf_best_k(group: dict[str, Any], ks: Sequence[int]) -> list[int]:
+    """HF prompt lookup's fastest K in a group (all of ks where it ran none)."""
+    lookups = {n: a for n, a in group["arms"].items() if n.startswith("hf_prompt_lookup_k")}
+    top = max(lookups, key=lambda n: lookups[n]["speedup"]["value"], default=None)
+    return [lookups[top]["k"]] if top else list(ks)
 
-    identity: dict[str, Any] | None = None
-    configs = [ngram_cfgs[-1], best_long, best_short, TREE_LONG]
-    id_prompts = prompts[contexts[0]][: 1 if quick else 2]
-    id_tokens = min(IDENTITY_TOKENS, long_tokens)
-    if fp32_identity_wanted(loaded, loaded_fp32):
-        identity = _identity(
-            target, device, configs, id_prompts, id_tokens, fit_ids_of, loaded_fp32
-        )
-    elif loaded.dtype == torch.float32:
-        identity = {
-            "dtype": "float32",
-            "note": "the run itself is float32: see identical_to_baseline",
-        }
-    else:
-        identity = {
-            "dtype": "float32",
-            "note": "skipped on a GPU: a float32 copy of the target may not fit beside it",
-        }
 
-    targets = _targets(groups, all_rows, memory, contexts, quick)
-    print_table(groups, out)
-    result = {
+def _short_groups(run: Run) -> None:
+    """32 new tokens at each context: our baseline, `BEST_SHORT` and HF prompt lookup at K=4."""
+    ks = run.settings.ks
+    for c in sorted(run.settings.contexts, reverse=True):
+        arms = [run.ours(BASELINE_CONFIG)]
+        arms.append(run.ours(BEST_SHORT))
+        arms.append(run.hf("prompt_lookup", 4 if 4 in ks else ks[0]))
+        run.add(f"short_c{c}", arms, run.prompts[c], run.settings.short_tokens)
+
+
+def _identity_check(
+    run: Run,
+    target: str,
+    device: str,
+    fit_ids_of: Callable[[LoadedModel], Callable[[], list[int]]],
+    loaded_fp32: LoadedModel | None,
+) -> dict[str, Any]:
+    """Token identity in float32 where the run is in a reduced precision on a CPU (or given a
+    float32 twin), else a note saying why not."""
+    s = run.settings
+    if fp32_identity_wanted(run.loaded, loaded_fp32):
+        configs = [ngram_configs(s.ks)[-1], BEST_LONG, BEST_SHORT, TREE_LONG]
+        id_prompts = run.prompts[s.contexts[0]][: 1 if s.quick else 2]
+        id_tokens = min(IDENTITY_TOKENS, s.long_tokens)
+        return _identity(target, device, configs, id_prompts, id_tokens, fit_ids_of, loaded_fp32)
+    if run.loaded.dtype == torch.float32:
+        return {"dtype": "float32", "note": "the run itself is float32: see identical_to_baseline"}
+    return {
+        "dtype": "float32",
+        "note": "skipped on a GPU: a float32 copy of the target may not fit beside it",
+    }
+
+
+def _result(
+    run: Run,
+    seed: int,
+    threads: dict[str, Any],
+    memory: dict[str, Any],
+    identity: dict[str, Any],
+    bound: dict[str, Any],
+    targets: dict[str, Any],
+) -> dict[str, Any]:
+    """The run's JSON object (before `timing_s`), in the order of its keys."""
+    s, loaded = run.settings, run.loaded
+    return {
         "bench": "specdec",
         "target": loaded.name,
         "dtype": str(loaded.dtype).removeprefix("torch."),
         "device": str(loaded.device),
         "threads": threads,
         "seed": seed,
-        "quick": quick,
-        "n_prompts": n,
-        "ks": list(ks),
-        "contexts": list(contexts),
-        "long_tokens": long_tokens,
-        "short_tokens": short_tokens,
-        "best_long": vars(best_long),
-        "best_short": vars(best_short),
+        "quick": s.quick,
+        "n_prompts": s.n_prompts,
+        "ks": list(s.ks),
+        "contexts": list(s.contexts),
+        "long_tokens": s.long_tokens,
+        "short_tokens": s.short_tokens,
+        "best_long": vars(BEST_LONG),
+        "best_short": vars(BEST_SHORT),
         "tree": vars(TREE_LONG),
-        "groups": groups,
+        "groups": run.groups,
         "memory": memory,
         "identity": identity,
         "ceiling": bound,
         "targets": targets,
         "targets_met": all(t["met"] for t in targets.values() if t["met"] is not None),
-        "timing_s": {
-            "load": t_loaded - t_start,
-            "warm_kernels": warm_s,
-            "total": time.perf_counter() - t_start,
-        },
     }
-    result = clean(result)
-    _print_summary(targets, out, bound)
-    print(json.dumps(result, sort_keys=True, allow_nan=False), file=out, flush=True)
-    return result

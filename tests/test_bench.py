@@ -12,7 +12,7 @@ import pytest
 import torch
 from conftest import tiny_gemma
 
-from specdec_lib.bench import run_bench
+from specdec_lib.bench import all_configs, run_bench
 from specdec_lib.config import SamplingConfig, SpecConfig
 from specdec_lib.core.cache import CachedLM, packing_available
 from specdec_lib.core.decode import autoregressive_decode
@@ -304,6 +304,13 @@ def test_bench_full_path_runs_both_contexts_with_hf_at_its_best_k_at_context_20(
     ]
     assert {"short_c100", "short_c20"} <= set(result["groups"])
     assert result["identity"]["note"].startswith("the run itself is float32")
+    ours = {
+        (a["draft"], a["k"])
+        for g in result["groups"].values()
+        for a in g["arms"].values()
+        if a["implementation"] == "ours"
+    }  # every arm of ours is one that `generate --draft` runs (tests/test_registry.py)
+    assert ours == {(c.draft, c.k) for c in all_configs()}
 
 
 def test_wide_float32_weights_multiply_several_rows_as_w_times_x_transposed():

@@ -99,6 +99,7 @@ def test_presets_carry_the_benchmarks_best_configurations():
     assert (PRESETS["best_short"].spec, PRESETS["best_short"].k) == ("lookup+shared:3:2", 4)
     assert (bench.BEST_LONG.draft, bench.BEST_LONG.k) == ("ngram", 7)
     assert (bench.BEST_SHORT.draft, bench.BEST_SHORT.k) == ("lookup+shared:3:2", 4)
+    assert (bench.TREE_LONG.draft, bench.TREE_LONG.k) == ("tree+shared:16:4", 8)
     assert parse("best").k == 7 and parse("lookup+shared:4:2").k is None
     assert parse("self").args == (18, 16384) and parse("shared").args == (16384,)
 
@@ -113,8 +114,7 @@ def test_the_best_preset_is_lossless_at_its_k(target64, loaded):
 
 
 def study_and_bench_specs() -> set[str]:
-    specs = {"none", bench.BEST_LONG.draft, bench.BEST_SHORT.draft, "ngram", "best", "best_short"}
-    specs.add(bench.TREE_LONG.draft)
+    specs = {c.draft for c in bench.all_configs()} | set(PRESETS)
     for profile in sorted((ROOT / "profiles").glob("*.yaml")):
         data = yaml.safe_load(profile.read_text())
         for exp in (data.get("experiments") or {}).values():  # an experiment's own drafts
@@ -135,6 +135,31 @@ def test_every_bench_and_study_configuration_is_accepted_by_generate(capsys, spe
     code = main(["generate", "--target", "embedded", "--draft", spec, "--prompt-file", "/no/p"])
     err = capsys.readouterr().err
     assert code == 2 and "cannot read prompt file" in err, err
+
+
+@pytest.mark.parametrize("cfg", bench.all_configs(), ids=lambda c: c.name)
+def test_every_bench_configuration_runs_from_generate_with_the_benchs_k(monkeypatch, cfg):
+    """`generate --draft DRAFT --k K` hands the generator the bench's spec and K; a configuration
+    that is a preset runs by its name alone, with the same K."""
+    seen = {}
+
+    class FakeGenerator:
+        @classmethod
+        def load(cls, target, draft, **kw):
+            seen[draft] = kw["k"]
+            raise SpecdecError("stop here")
+
+    import specdec_lib.generate
+
+    monkeypatch.setattr(specdec_lib.generate, "Generator", FakeGenerator)
+    argv = ["generate", "--target", "embedded", "--prompt", "x", "--draft"]
+    assert main([*argv, cfg.draft, "--k", str(cfg.k)]) == 2
+    assert seen == {cfg.draft: cfg.k}
+    presets = [n for n, p in PRESETS.items() if (p.spec, p.k) == (cfg.draft, cfg.k)]
+    for name in presets:
+        assert main([*argv, name]) == 2 and seen[name] == cfg.k
+    if cfg in (bench.BEST_LONG, bench.BEST_SHORT):
+        assert presets, f"{cfg.name}: no preset names it"
 
 
 def test_the_benchs_self_spec_is_accepted(loaded):

@@ -63,6 +63,7 @@ from specdec_lib.bench.configs import (
     TREE_LONG,
     Config,
     _self_spec,
+    all_configs,
     make_drafter,
 )
 from specdec_lib.bench.memory import measure_memory, rss_bytes
@@ -87,6 +88,7 @@ __all__ = [
     "_self_spec",
     "calibrate",
     "calibration_seqs",
+    "all_configs",
     "ceiling",
     "choose_threads",
     "fitted_acceptance",

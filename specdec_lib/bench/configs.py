@@ -34,8 +34,10 @@ class Config:
 BEST_LONG = Config("best", PRESETS["best"].spec, PRESETS["best"].k)
 BEST_SHORT = Config("best_short", PRESETS["best_short"].spec, PRESETS["best_short"].k)
 # Tree verification (`drafters.tree`): every earlier match of the suffix and the bigram's two top
-# successors in one call of at most 16 nodes, the shared-body chain when nothing matches. Not
-# yet measured on a quiet machine: an arm of its own beside `best`.
+# successors in one call of at most 16 nodes, the shared-body chain when nothing matches. An arm
+# of its own beside `best`, with no preset: in a reduced precision its one call is not
+# batch-invariant, so it need not match the baseline token for token (`figures._best` never
+# calls such an arm best); `generate --draft tree+shared:16:4 --k 8` runs it.
 TREE_LONG = Config("tree", "tree+shared:16:4", 8)
 BASELINE_CONFIG = Config(BASELINE, "none", 1)
 
@@ -43,6 +45,13 @@ BASELINE_CONFIG = Config(BASELINE, "none", 1)
 def ngram_configs(ks: Sequence[int]) -> list[Config]:
     """Our n-gram prompt lookup at each K of the sweep."""
     return [Config(f"ngram_k{k}", "ngram", k) for k in ks]
+
+
+def all_configs(ks: Sequence[int] = KS) -> list[Config]:
+    """Every configuration of ours that a run with this K sweep times (`quick`: K = 4 only).
+    Each runs from the command line as `generate --draft DRAFT --k K`; the best ones by their
+    preset's name alone (`best`, `best_short`)."""
+    return [BASELINE_CONFIG, *ngram_configs(ks), BEST_LONG, BEST_SHORT, TREE_LONG]
 
 
 def make_drafter(

@@ -39,7 +39,8 @@ tiny settings (a smoke test).
 
 Modules: `configs` (our configurations and their specs), `run` (the run), `calibrate` (costs
 timed apart, the ceiling, the prediction), `figures` (per-arm numbers), `memory`, `targets`,
-`table` (printing). Knows nothing about notebooks or result directories.
+`table` (printing); `bench.calibrate` is the module, its function `calibrate.calibrate`. Knows
+nothing about notebooks or result directories.
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ from __future__ import annotations
 from specdec_lib.bench.calibrate import (
     CEILING_KS,
     _decode_prediction,
-    calibrate,
     calibration_seqs,
     ceiling,
     fitted_acceptance,
@@ -86,9 +86,8 @@ __all__ = [
     "Config",
     "_decode_prediction",
     "_self_spec",
-    "calibrate",
-    "calibration_seqs",
     "all_configs",
+    "calibration_seqs",
     "ceiling",
     "choose_threads",
     "fitted_acceptance",

@@ -112,3 +112,10 @@ def summarize(rows: Sequence[dict[str, Any]], baseline: str = BASELINE) -> dict[
                 s["acceptance_rate_pooled"] = a
         out[m] = s
     return out
+
+
+def point(x: Any) -> float | None:
+    """The point value of a {value|median, ci_low, ci_high} dict (or a plain number)."""
+    if isinstance(x, dict):
+        return x.get("value", x.get("median"))
+    return x

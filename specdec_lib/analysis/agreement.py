@@ -1,0 +1,108 @@
+"""Teacher-forced agreement (04, timing-free): per draft and context the mean per-position
+agreement with the target over documents and the acceptance it implies at K, with bootstrap
+intervals and n, and each draft's paired change between contexts; and the names of how a draft
+relates to the target (`SHARED`, `EXIT`, `SEPARATE`, `CONTROL`), which the runner decides.
+
+Torch-free; knows nothing about models or how the agreement rows were measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from specdec_lib.analysis import stats
+from specdec_lib.analysis.rules import implied_acceptance
+
+SHARED = "shares the target's hidden states"
+EXIT = "early exit of the target (its attention stops early)"
+SEPARATE = "a separate computation"
+CONTROL = "context-free control"
+
+
+def _implied(a: np.ndarray, k: int) -> np.ndarray:
+    """rules.implied_acceptance over an array of per-position agreements."""
+    return np.vectorize(lambda x: implied_acceptance(float(x), k), otypes=[float])(a)
+
+
+def _paired_mean_change(lo: np.ndarray, hi: np.ndarray, k: int) -> dict[str, dict[str, float]]:
+    """The change hi - lo (documents paired) of the mean agreement and of the acceptance it
+    implies at K = k, each with a bootstrap 95% interval resampling documents."""
+    out = {}
+    for key, f in (
+        ("agreement", lambda a, b: b - a),
+        ("implied_acceptance", lambda a, b: _implied(b, k) - _implied(a, k)),
+    ):
+        iv = stats.bootstrap(
+            [lo, hi], lambda x, y, axis, f=f: f(np.mean(x, axis=axis), np.mean(y, axis=axis))
+        )
+        out[key] = iv.as_dict()
+    return out
+
+
+def agreement_summary(
+    rows: list[dict[str, Any]],
+    contexts: list[int],
+    *,
+    k: int = 4,
+    test_range: Sequence[int] = (10, 100),
+) -> dict[str, Any]:
+    """Per draft and context: mean per-position agreement over documents and the acceptance it
+    implies at K (book/math.md), with bootstrap 95% intervals and n; per draft the paired change
+    over test_range (the earlier study's 10 -> 100) and over the whole sweep."""
+    drafts = list(dict.fromkeys(r["draft"] for r in rows))
+    table, by_draft, headline = [], {}, {}
+    for dname in drafts:
+        by_draft[dname] = {}
+        per: dict[int, dict[int, float]] = {}
+        for c in contexts:
+            vals = {
+                int(r["prompt"]): float(r["agreement"])
+                for r in rows
+                if r["draft"] == dname and int(r["context"]) == c
+            }
+            per[c] = vals
+            x = np.array(list(vals.values()), dtype=float)
+            iv = stats.mean(x)
+            imp = stats.bootstrap([x], lambda v, axis: _implied(np.mean(v, axis=axis), k))
+            cell = {
+                **iv.as_dict("mean"),
+                "n_documents": int(x.size),
+                "implied_acceptance": imp.value,
+                "implied_acceptance_ci_low": imp.low,
+                "implied_acceptance_ci_high": imp.high,
+            }
+            by_draft[dname][str(c)] = cell
+            table.append({"context": c, "draft": dname, "agreement": iv.value, **cell})
+        head: dict[str, Any] = {
+            "first": by_draft[dname][str(contexts[0])]["mean"],
+            "last": by_draft[dname][str(contexts[-1])]["mean"],
+            "n_documents": len(per[contexts[0]]),
+        }
+        spans = {"whole": (contexts[0], contexts[-1])}
+        c0, c1 = (int(test_range[0]), int(test_range[1])) if len(test_range) == 2 else (0, 0)
+        if c0 in per and c1 in per:
+            spans["test"] = (c0, c1)
+        for label, (a, b) in spans.items():
+            common = sorted(set(per[a]) & set(per[b]))
+            lo_v = np.array([per[a][i] for i in common], dtype=float)
+            hi_v = np.array([per[b][i] for i in common], dtype=float)
+            ch = _paired_mean_change(lo_v, hi_v, k) if common else {}
+            head[f"change_{label}"] = {"contexts": [a, b], **ch}
+        whole = head["change_whole"].get("agreement", {})
+        head["change"] = whole.get("value")
+        head["change_ci_low"] = whole.get("ci_low")
+        head["change_ci_high"] = whole.get("ci_high")
+        headline[dname] = head
+    return {
+        "contexts": contexts,
+        "k": k,
+        "test_range": list(test_range),
+        "continuation_tokens": max((int(r["positions"]) for r in rows), default=0),
+        "n_documents": len({r["prompt"] for r in rows}),
+        "table": table,
+        "by_draft": by_draft,
+        "headline": headline,
+    }

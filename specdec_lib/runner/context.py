@@ -1,0 +1,277 @@
+"""The study's context: a profile (YAML) with a notebook's overrides, the results folder, and the
+target and drafters loaded once per process.
+
+`setup` makes a `Study` from a profile name; `base_config` is what every experiment's config
+starts from; `load_target` and `get_drafter` load a target (once per process per dtype) and build
+drafters through the one grammar (`drafters.registry`), kept per target, spec and cache setting;
+`make_arm` / `build_arms` wrap them into the arms `runner.paired` runs.
+
+Knows nothing about what an experiment measures, how it is summarized or where it is written.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from specdec_lib.errors import SpecdecError
+from specdec_lib.results.catalog import BASELINE
+from specdec_lib.results.store import ResultStore
+from specdec_lib.runner.paired import Arm, Method
+from specdec_lib.runner.tiny import TINY, TINY_DRAFT, tiny_random_model
+from specdec_lib.runtime import current as current_runtime
+from specdec_lib.runtime import env_threads
+from specdec_lib.runtime import setup as setup_runtime
+
+ROOT = Path(__file__).resolve().parents[2]
+PROFILES = ROOT / "profiles"
+SPLIT_SEED = 0  # the fit/eval article split; generate.fit_ids_for fits the bigram on seed 0 too
+
+
+# --------------------------------------------------------------------------- profiles and setup
+
+
+def load_profile(name: str) -> dict[str, Any]:
+    """profiles/<name>.yaml (or a path to a YAML file) as a dict, checked against the typed
+    schema of `specdec_lib.profiles` (a bad value is a one-line SpecdecError, never coerced)."""
+    from specdec_lib import profiles
+
+    return profiles.load_profile(name)
+
+
+@dataclass
+class Study:
+    profile: dict[str, Any]
+    results_dir: Path
+    force: bool = False
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return str(self.profile["name"])
+
+    @property
+    def store(self) -> ResultStore:
+        return ResultStore(self.results_dir, self.name)
+
+    def exp(self, experiment: str) -> dict[str, Any]:
+        """The profile's section for an experiment, with the notebook's overrides applied."""
+        known = self.profile.get("experiments", {})
+        if experiment not in known:
+            raise SpecdecError(
+                f"unknown experiment {experiment!r} for profile {self.name!r}; "
+                f"known: {', '.join(sorted(known))}"
+            )
+        sec = dict(known[experiment])
+        for key, value in self.overrides.items():
+            if value not in (None, 0, "") and key in sec:
+                sec[key] = value
+        return sec
+
+
+def resolve_profile(name: str) -> str:
+    """ "auto" -> colab-t4 on a Colab GPU runtime, else embedded; any other name as given."""
+    if name != "auto":
+        return name
+    from specdec_lib.colab import auto_profile
+
+    return auto_profile()
+
+
+def setup(
+    profile: str = "auto",
+    *,
+    results_dir: str = "results",
+    force: bool = False,
+    overrides: dict[str, Any] | None = None,
+    dtype: str = "",
+) -> Study:
+    """The study context of a notebook. A relative results_dir is relative to the repository;
+    `profile="auto"` picks colab-t4 on a Colab GPU, else embedded; a non-empty `dtype` replaces
+    the profile's."""
+    prof = load_profile(resolve_profile(profile))
+    if dtype:
+        from specdec_lib.models import DTYPES
+
+        if dtype != "auto" and dtype not in DTYPES and dtype != "float64":
+            raise SpecdecError(f"unknown dtype {dtype!r}; use auto, {', '.join(DTYPES)}")
+        prof["dtype"] = dtype
+    from specdec_lib.colab import ensure_target
+
+    ensure_target(str(prof.get("target", "")))
+    rd = Path(results_dir)
+    if not rd.is_absolute():
+        rd = ROOT / rd
+    force = bool(force) or os.environ.get("FORCE", "0") not in ("", "0", "false", "False")
+    torch.manual_seed(int(prof.get("seed", 0)))
+    if prof.get("threads") and env_threads() is None:  # $SPECDEC_THREADS overrides the profile
+        torch.set_num_threads(int(prof["threads"]))
+    return Study(prof, rd, force, dict(overrides or {}))
+
+
+def base_config(S: Study, experiment: str) -> dict[str, Any]:
+    p = S.profile
+    return {
+        "experiment": experiment,
+        "profile": S.name,
+        "target": p["target"],
+        "dtype": p.get("dtype", "auto"),
+        "device": p.get("device", "auto"),
+        "data_source": p.get("data_source", "auto"),
+        "seed": int(p.get("seed", 0)),
+        "split_seed": SPLIT_SEED,
+        "k": int(p.get("k", 4)),
+        "warmup": int(p.get("warmup", 1)),
+    }
+
+
+def arm_name(spec: str) -> str:
+    """A short arm name for a drafter spec: model:google/gemma-3-1b-pt -> gemma-3-1b-pt."""
+    if spec.startswith("model:"):
+        return Path(spec.split(":", 1)[1].rstrip("/")).name
+    return spec.split(":", 1)[0]  # self:L:KEEP -> self (the spec stays in the arm's "draft")
+
+
+def roles(S: Study) -> dict[str, str]:
+    d = S.profile["drafts"]
+    return {role: arm_name(spec) for role, spec in d.items() if isinstance(spec, str)}
+
+
+def transformer_specs(S: Study) -> dict[str, str]:
+    """Arm name -> spec of the transformer drafts of 03 (the main one first)."""
+    d = S.profile["drafts"]
+    out = {arm_name(d["transformer"]): d["transformer"]}
+    for spec in d.get("extra_transformers", []) or []:
+        out[arm_name(spec)] = spec
+    return out
+
+
+# --------------------------------------------------------------------------- models and drafters
+
+_MODELS: dict[tuple[str, str, str], Any] = {}
+_DRAFTERS: dict[tuple[Any, ...], Any] = {}
+
+
+def load_target(S: Study, dtype: str | None = None):
+    """The profile's target as a LoadedModel, loaded once per process per dtype."""
+    name = S.profile["target"]
+    dtype = dtype or S.profile.get("dtype", "auto")
+    device = S.profile.get("device", "auto")
+    key = (name, dtype, device)
+    if key not in _MODELS:
+        if name == TINY:
+            _MODELS[key] = tiny_random_model(dtype, device=device, **S.profile.get("tiny", {}))
+        else:
+            from specdec_lib.models import load_model
+
+            _MODELS[key] = load_model(name, dtype=dtype, device=device)
+            if not S.profile.get("threads") or env_threads() is not None:
+                # the thread count chosen as the CLI and the bench choose it (runtime.setup)
+                setup_runtime(_MODELS[key].model, int(S.profile.get("k", 4)) + 1)
+    return _MODELS[key]
+
+
+def thread_choice(S: Study) -> dict[str, Any]:
+    """How this process's thread count was chosen, for env.json."""
+    choice = current_runtime()
+    if choice is not None:
+        return choice
+    how = "profile" if S.profile.get("threads") else "default"
+    return {"threads": torch.get_num_threads(), "chosen_by": how, "step_s": None}
+
+
+def _recached(drafter, use_cache: bool):
+    """A model drafter sharing the same weights with a KV cache on or off."""
+    from specdec_lib.core.cache import CachedLM
+    from specdec_lib.drafters import ModelDrafter
+
+    if not isinstance(drafter, ModelDrafter) or drafter.lm.use_cache == use_cache:
+        return drafter
+    new = copy.copy(drafter)
+    new.lm = CachedLM(drafter.lm.model, use_cache=use_cache, vocab_size=drafter.lm.vocab_size)
+    return new
+
+
+def get_drafter(S: Study, loaded, spec: str, *, use_cache: bool = True, k_max: int = 8):
+    """A drafter for spec (cached per target, spec and cache setting), through the one grammar
+    (`drafters.registry`); `adaptive:SPEC` takes its schedule from the profile, capped by k_max."""
+    from specdec_lib.drafters.registry import DraftContext, build
+    from specdec_lib.generate import fit_ids_for
+
+    key = (id(loaded), spec, use_cache, k_max if spec.startswith("adaptive:") else None)
+    if key in _DRAFTERS:
+        return _DRAFTERS[key]
+    base_key = (id(loaded), spec, True, None)
+    if not use_cache and base_key in _DRAFTERS:
+        d = _recached(_DRAFTERS[base_key], False)
+    elif spec == f"model:{TINY_DRAFT}":
+        from specdec_lib.drafters import ModelDrafter
+        from specdec_lib.models import shared_vocab_size
+
+        draft = tiny_draft(S, loaded)
+        d = ModelDrafter(
+            draft.model,
+            vocab_size=shared_vocab_size(loaded, draft),
+            use_cache=use_cache,
+            tokenizer=draft.tokenizer,
+        )
+    else:
+        ad = S.profile.get("experiments", {}).get("k_sweep", {}).get("adaptive", {})
+        ctx = DraftContext(
+            loaded,
+            lambda: fit_ids_for(loaded.tokenizer, S.profile.get("data_source", "auto"), SPLIT_SEED),
+            dtype=S.profile.get("dtype", "auto"),
+            device=S.profile.get("device", "auto"),
+            use_cache=use_cache,
+            k=k_max,
+            k_start=int(ad.get("k_start", 4)),
+            k_min=int(ad.get("k_min", 1)),
+            build_inner=lambda inner: get_drafter(S, loaded, inner, use_cache=use_cache),
+        )
+        d = build(spec, ctx)
+    _DRAFTERS[key] = d
+    return d
+
+
+def make_arm(S: Study, loaded, name: str, spec: str, k: int, *, use_cache: bool = True) -> Arm:
+    from specdec_lib.generate import Generator
+
+    drafter = get_drafter(S, loaded, spec, use_cache=use_cache, k_max=k)
+    gen = Generator.from_loaded(
+        loaded,
+        drafter,
+        dtype=S.profile.get("dtype", "auto"),
+        device=S.profile.get("device", "auto"),
+        use_cache=use_cache,
+        data_source=S.profile.get("data_source", "auto"),
+    )
+    return Arm(Method(name, spec, k, use_cache), gen)
+
+
+def build_arms(
+    S: Study, loaded, specs: dict[str, str], k: int, *, use_cache: bool = True
+) -> list[Arm]:
+    """The baseline first, then one arm per (name -> spec)."""
+    arms = [make_arm(S, loaded, BASELINE, "none", k, use_cache=use_cache)]
+    for name, spec in specs.items():
+        arms.append(make_arm(S, loaded, name, spec, k, use_cache=use_cache))
+    return arms
+
+
+def tiny_draft(S: Study, loaded):
+    """The smoke-pair's draft (`model:tiny-random-draft`): a tiny Gemma3ForCausalLM over the
+    target's tokenizer without its extra ids, in the target's dtype and device (profile
+    `tiny_draft`: layers, hidden, heads, seed)."""
+    opts = {**S.profile.get("tiny", {}), **S.profile.get("tiny_draft", {})}
+    opts.pop("extra_vocab", None)
+    opts.pop("conditional", None)
+    dtype = str(loaded.dtype).removeprefix("torch.")
+    key = (TINY_DRAFT, dtype, str(loaded.device))
+    if key not in _MODELS:
+        _MODELS[key] = tiny_random_model(dtype, device=loaded.device.type, **opts)
+    return _MODELS[key]

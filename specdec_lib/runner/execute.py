@@ -1,0 +1,229 @@
+"""Running one experiment: reuse its stored result for the same config, or compute its rows,
+track them (W&B, offline without a key), publish the result directory atomically and show it.
+
+`execute(S, experiment, config, compute)` is the one path every experiment takes; `paired` runs
+arms over prompts with the experiment's per-prompt checkpoint (an interrupted run resumes where
+it stopped). Knows nothing about what an experiment measures or how its summary is built.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from specdec_lib.results.store import ExperimentResult, load_result, publish
+from specdec_lib.runner.context import ROOT, Study, load_target, roles, thread_choice
+from specdec_lib.runner.paired import Arm, run_paired
+
+WANDB_PROJECT = "specdec"
+
+
+@dataclass
+class Run:
+    """What one experiment function hands to `_publish`."""
+
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any]
+    figures: Callable[[Path], None] | None = None
+    extra: dict[str, Any] | None = None
+
+
+_CHECKPOINT = None  # the results.store.Checkpoint of the experiment `execute` is computing
+
+
+def cached(S: Study, experiment: str, config: dict[str, Any]) -> ExperimentResult | None:
+    """The stored result for this config when it is whole; a damaged one is said and redone."""
+    d = S.store.dir(experiment)
+    if S.force or not d.exists():
+        return None
+    problem = S.store.problem(experiment, study=True)
+    if problem is not None:
+        print(f"{experiment}: stored result {rel(d)} is damaged ({problem}); recomputing it")
+        return None
+    if S.store.done(experiment, config, study=True):
+        print(f"{experiment}: reusing {rel(d)} (same config; force to redo)")
+        res = load_result(d)
+        if note := reuse_note(S, res.env):
+            print(f"{experiment}: {note}")
+        return res
+    return None
+
+
+def reuse_note(S: Study, env: dict[str, Any]) -> str | None:
+    """When a reused result was measured on another CPU or in another dtype than this machine
+    would use for the same config (dtype auto), say so and how long re-measuring took there."""
+    import torch
+
+    from specdec_lib.models import resolve_device, resolve_dtype
+    from specdec_lib.tracking import cpu_model
+
+    try:
+        device = resolve_device(str(S.profile.get("device", "auto")))
+        dtype = str(resolve_dtype(str(S.profile.get("dtype", "auto")), device)).removeprefix(
+            "torch."
+        )
+    except Exception:  # noqa: BLE001 - a note, never a failure
+        return None
+    here = cpu_model() if device.type == "cpu" else torch.cuda.get_device_name(device)
+    there = env.get("cpu_model") if device.type == "cpu" else env.get("gpu")
+    diffs = []
+    if env.get("dtype") and env["dtype"] != dtype:
+        diffs.append(f"dtype {env['dtype']} (here: {dtype})")
+    if here and there and here != there:
+        diffs.append(f"{there} (here: {here})")
+    if not diffs:
+        return None
+    took = env.get("wall_s_experiment")
+    return (
+        "measured with "
+        + " on ".join(diffs)
+        + "; FORCE=1 re-measures it here"
+        + (f" (it took {took / 60:.1f} min there)" if isinstance(took, (int, float)) else "")
+    )
+
+
+def execute(
+    S: Study,
+    experiment: str,
+    config: dict[str, Any],
+    compute: Callable[[Callable[[dict[str, Any]], None]], Run],
+) -> ExperimentResult:
+    """Reuse the stored result for this config, or compute, track and publish it."""
+    hit = cached(S, experiment, config)
+    if hit is not None:
+        return hit
+    from specdec_lib.tracking import Tracker, environment
+
+    wandb_dir = Path(os.environ["WANDB_DIR"]) if os.environ.get("WANDB_DIR") else ROOT
+    tracker = Tracker(
+        WANDB_PROJECT,
+        f"{S.name}/{experiment}",
+        config,
+        dir=wandb_dir,
+        group=wandb_group(S),
+        job_type=experiment,
+        tags=[S.name, f"dtype={config['dtype']}", f"device={config['device']}"],
+    )
+    from specdec_lib.results.store import Checkpoint
+
+    global _CHECKPOINT
+    checkpoint = _CHECKPOINT = Checkpoint(S.store, experiment, config, fresh=S.force)
+    t0 = time.perf_counter()
+    try:
+        run = compute(tracker.log_row)
+        wall = time.perf_counter() - t0
+        summary = {
+            "experiment": experiment,
+            "profile": S.name,
+            "roles": roles(S),
+            **run.summary,
+        }
+        loaded = load_target(S)
+        env = environment(
+            device=str(next(loaded.model.parameters()).device),
+            dtype=str(loaded.dtype).removeprefix("torch."),
+        )
+        env["profile_dtype"] = config["dtype"]
+        env["threads"] = thread_choice(S)
+        env["wall_s_experiment"] = wall  # this process's share when prompts were resumed
+        env["resumed_prompts"] = checkpoint.resumed  # rows measured by an interrupted run
+        path = publish(S.store, experiment, config, env, run.rows, summary, run.figures, run.extra)
+        checkpoint.remove()
+        tracker.publish(path, f"{S.name}-{experiment}", _flat(summary.get("headline", {})))
+    finally:
+        tracker.finish()
+        _CHECKPOINT = None
+    print(f"{experiment}: {wall:.1f} s, written to {rel(path)}")
+    return load_result(path)
+
+
+def wandb_group(S: Study) -> str:
+    """One W&B group per batch: SPECDEC_BATCH (set by `make evaluate`), else profile@commit."""
+    from specdec_lib.tracking import git_commit
+
+    return os.environ.get("SPECDEC_BATCH") or f"{S.name}@{(git_commit(ROOT) or 'nogit')[:8]}"
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flat(v, key + "/"))
+        elif isinstance(v, (int, float, str, bool)) or v is None:
+            out[key] = v
+    return out
+
+
+def paired(
+    arms: list[Arm],
+    prompts: Sequence[Any],
+    *,
+    max_new_tokens: int,
+    warmup: int,
+    sampling=None,
+    progress: str,
+    on_row: Callable[[dict[str, Any]], None],
+    extra_cols: dict[str, Any] | None = None,
+    checkpoint=None,
+) -> list[dict[str, Any]]:
+    """run_paired with extra columns per row. With a checkpoint (results.store.Checkpoint; by
+    default the one `execute` holds for the experiment being computed) the prompts an
+    interrupted run finished are taken from it and each new prompt is saved to it (the segment
+    is `progress`, unique per call within an experiment)."""
+    from specdec_lib.config import SamplingConfig
+
+    checkpoint = checkpoint if checkpoint is not None else _CHECKPOINT
+
+    def hook(row: dict[str, Any]) -> None:
+        if extra_cols:
+            for key, value in extra_cols.items():
+                row[key] = value
+        on_row(row)
+
+    done = checkpoint.done(progress, prompts) if checkpoint is not None else None
+    return run_paired(
+        arms,
+        prompts,
+        max_new_tokens=max_new_tokens,
+        sampling=sampling or SamplingConfig(),
+        warmup=warmup,
+        progress=progress,
+        on_row=hook,
+        done=done,
+        on_prompt=(lambda i, ids, rows: checkpoint.add(progress, i, ids, rows))
+        if checkpoint is not None
+        else None,
+    )
+
+
+def pair_figures(summary_arms: dict[str, Any], rows: list[dict[str, Any]]):
+    from specdec_lib import plots
+
+    def draw(d: Path) -> None:
+        plots.speedup_bars(summary_arms, d / "speedup.png")
+        plots.position_acceptance(summary_arms, d / "position_acceptance.png")
+        plots.accepted_histogram(summary_arms, d / "accepted_histogram.png")
+        plots.time_split(rows, d / "time_split.png")
+
+    return draw
+
+
+def rel(path: Path) -> str:
+    """A path relative to the repository when it lies inside it (for printed messages)."""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def display_result(S: Study, experiment: str) -> None:
+    """Show an experiment's reading, table and captioned figures from its stored result files
+    (what the book renders; see specdec_lib.present)."""
+    from specdec_lib import present
+
+    present.show(S.store.dir(experiment))

@@ -1,0 +1,93 @@
+"""`make download`: the embedded model's local cache, and where the Hugging Face hub is reachable
+the profiles' hub weights and the full WikiText-2.
+
+Knows nothing about experiments; never prints a token.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from specdec_lib.runner.context import PROFILES
+
+
+def hub_reachable(timeout: float = 5.0) -> bool:
+    import socket
+
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0"):
+        return False
+    try:
+        socket.create_connection(("huggingface.co", 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def hub_models() -> list[str]:
+    """Every hub id the profiles name (targets and model: drafts)."""
+    from specdec_lib import profiles
+
+    ids: list[str] = []
+    good, bad = profiles.all_profiles(PROFILES)
+    for why in bad.values():
+        print(f"skipping: {why}")
+    for prof in good:
+        d = prof.get("drafts", {})
+        specs = [d.get("transformer", ""), *(d.get("extra_transformers") or [])]
+        for name in [
+            prof.get("target", ""),
+            *(s.split(":", 1)[1] for s in specs if s.startswith("model:")),
+        ]:
+            if name.count("/") == 1 and not Path(name).exists() and name not in ids:
+                ids.append(name)
+    return ids
+
+
+def download() -> int:
+    """Build the embedded model's cache; where the hub is reachable, fetch the profiles' hub
+    weights and the full WikiText-2 too."""
+    from specdec_lib.models import ensure_embedded_cache
+
+    print(f"embedded model: {ensure_embedded_cache(full_check=True)}")
+    if not hub_reachable():
+        print(
+            "the Hugging Face hub is unreachable from here: skipping the hub weights "
+            f"({', '.join(hub_models())}) and the full WikiText-2 dataset; the embedded and smoke "
+            "profiles need neither (run `make download` where the hub is reachable, e.g. Colab)"
+        )
+        return 0
+    from huggingface_hub import snapshot_download
+
+    failed = 0
+    for repo in hub_models():
+        try:
+            path = snapshot_download(
+                repo,
+                token=os.environ.get("HF_TOKEN"),
+                allow_patterns=["*.json", "*.safetensors", "tokenizer*", "*.model"],
+            )
+            print(f"{repo}: {path}")
+        except Exception as e:  # noqa: BLE001 - one line per failure, never the token
+            failed += 1
+            print(
+                f"{repo}: not downloaded ({type(e).__name__}; gated models need HF_TOKEN and "
+                "an accepted licence)"
+            )
+    try:
+        from specdec_lib.data import load_wikitext
+
+        corpus = load_wikitext("datasets")
+        print(f"WikiText-2 (datasets): {len(getattr(corpus, 'articles', corpus))} articles")
+    except Exception as e:  # noqa: BLE001
+        failed += 1
+        print(f"WikiText-2 (datasets): not downloaded ({type(e).__name__}: {e})")
+    return 1 if failed else 0
+
+
+def main(argv: list[str]) -> int:
+    """`python -m specdec_lib.study download` (the study facade's entry)."""
+    if argv != ["download"]:
+        print("usage: python -m specdec_lib.study download")
+        return 2
+    return download()

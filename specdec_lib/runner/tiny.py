@@ -1,0 +1,139 @@
+"""The tiny random-init Gemma 3 targets and drafts: the smoke profiles' models, built offline in
+seconds from the bundled WikiText-2 (a word-level tokenizer over its most frequent words), so the
+whole pipeline runs on real text without any download.
+
+Knows nothing about profiles, experiments or result files: it builds models.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import torch
+
+from specdec_lib.data import BUNDLED_PATH
+
+TINY = "tiny-random"
+TINY_DRAFT = "tiny-random-draft"  # `model:tiny-random-draft`: the smoke-pair's draft
+
+
+_TINY_TOKENIZERS: dict[int, Any] = {}
+
+
+def tiny_tokenizer(vocab: int = 2048):
+    """A word-level tokenizer over the `vocab` - 4 most frequent words of the bundled WikiText-2
+    test split plus <pad> <eos> <bos> <unk>; one object per size, so a tiny target and its tiny
+    draft share it."""
+    if vocab in _TINY_TOKENIZERS:
+        return _TINY_TOKENIZERS[vocab]
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    text = BUNDLED_PATH.read_text(encoding="utf-8")
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>"]
+    words = [w for w, _ in Counter(text.split()).most_common(vocab - len(specials))]
+    table = {w: i for i, w in enumerate(specials + words)}
+    tok = Tokenizer(models.WordLevel(table, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.post_processor = processors.TemplateProcessing(
+        single="<bos> $A", special_tokens=[("<bos>", table["<bos>"])]
+    )
+    _TINY_TOKENIZERS[vocab] = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<bos>",
+        eos_token="<eos>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+    )
+    return _TINY_TOKENIZERS[vocab]
+
+
+def tiny_random_model(
+    dtype: str = "float64",
+    *,
+    vocab: int = 2048,
+    hidden: int = 64,
+    layers: int = 4,
+    heads: int = 2,
+    seed: int = 0,
+    extra_vocab: int = 0,
+    conditional: bool = False,
+    device: str = "cpu",
+):
+    """A random-init Gemma 3 (a few layers, 64 wide) with a word-level tokenizer over the most
+    frequent words of the bundled WikiText-2 test split; offline and instant.
+
+    `extra_vocab` rows beyond the tokenizer's ids imitate Gemma 3 4B's larger vocabulary (262,208
+    ids beside the 1B's 262,144); `conditional` builds a `Gemma3ForConditionalGeneration` (the
+    class Gemma 3 4B loads as, with a tiny vision tower) instead of a `Gemma3ForCausalLM`."""
+    from transformers import (
+        Gemma3Config,
+        Gemma3ForCausalLM,
+        Gemma3ForConditionalGeneration,
+        Gemma3TextConfig,
+        SiglipVisionConfig,
+    )
+
+    from specdec_lib.models import LoadedModel, resolve_device
+
+    tokenizer = tiny_tokenizer(vocab)
+    n_ids = len(tokenizer) + int(extra_vocab)
+    kinds = ["sliding_attention", "full_attention"]
+    cfg = Gemma3TextConfig(
+        vocab_size=n_ids,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=1,
+        head_dim=hidden // heads,
+        query_pre_attn_scalar=hidden // heads,
+        sliding_window=32,
+        layer_types=[kinds[i % 2] for i in range(layers)],
+        max_position_embeddings=4096,
+        initializer_range=0.2,  # with untied embeddings: continuations that vary
+        tie_word_embeddings=False,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=2,
+        attn_implementation="sdpa",  # eager softmaxes in float32 even for float64 weights
+    )
+    torch.manual_seed(seed)
+    tdtype = {"float64": torch.float64, "float32": torch.float32, "auto": torch.float64}.get(
+        dtype, torch.float64
+    )
+    if conditional:
+        vision = SiglipVisionConfig(
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            image_size=28,
+            patch_size=14,
+        )
+        top = Gemma3Config(
+            text_config=cfg,
+            vision_config=vision,
+            mm_tokens_per_image=4,
+            boi_token_index=n_ids - 3,
+            eoi_token_index=n_ids - 2,
+            image_token_index=n_ids - 1,
+            tie_word_embeddings=False,
+            attn_implementation="sdpa",
+        )
+        model = Gemma3ForConditionalGeneration(top)
+        model.generation_config.eos_token_id = 1
+    else:
+        model = Gemma3ForCausalLM(cfg)
+    dev = resolve_device(device)
+    model = model.to(device=dev, dtype=tdtype).eval()
+    model.requires_grad_(False)
+    return LoadedModel(
+        model=model,
+        tokenizer=tokenizer,
+        name=TINY,
+        dtype=tdtype,
+        device=dev,
+        vocab_size=int(model.get_output_embeddings().weight.shape[0]),
+    )

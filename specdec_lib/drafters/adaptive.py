@@ -50,3 +50,6 @@ class AdaptiveDrafter(Drafter):
 
     def predictor(self):
         return self.inner.predictor()
+
+    def unwrapped(self) -> Drafter:
+        return self.inner.unwrapped()

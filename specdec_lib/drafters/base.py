@@ -73,6 +73,16 @@ class Drafter(ABC):
         after ids[: j + 1] (-1: no guess). None where the drafter cannot say without decoding."""
         return None
 
+    def unwrapped(self) -> Drafter:
+        """The drafter whose guesses these are: itself, or for a wrapper that only schedules
+        them (adaptive K) the wrapped drafter's."""
+        return self
+
+    def with_cache(self, use_cache: bool) -> Drafter:
+        """This drafter with its own KV cache on or off, sharing its weights; a drafter without
+        a cache of its own returns itself."""
+        return self
+
 
 class NoDrafter(Drafter):
     """Proposes nothing: the speculative loop becomes the autoregressive baseline."""

@@ -16,6 +16,8 @@ Knows nothing about the verifier or the target.
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
 from specdec_lib.core.cache import CachedLM
@@ -80,6 +82,13 @@ class ModelDrafter(Drafter):
 
     def begin(self, prompt: list[int]) -> None:
         self.lm.reset()
+
+    def with_cache(self, use_cache: bool) -> ModelDrafter:
+        if self.lm.use_cache == use_cache:
+            return self
+        new = copy.copy(self)
+        new.lm = CachedLM(self.lm.model, use_cache=use_cache, vocab_size=self.lm.vocab_size)
+        return new
 
     def _choose(self, logits: torch.Tensor, sampling, generator) -> tuple[int, torch.Tensor | None]:
         return choose(logits, sampling, generator, self.token_map, self.full_vocab)

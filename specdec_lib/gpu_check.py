@@ -127,10 +127,10 @@ def check_timing(device: torch.device, reps: int = 5) -> dict[str, Any]:
 def check_memory(device: torch.device, before: int) -> dict[str, Any]:
     if device.type != "cuda":
         return {"ok": None, "note": "CUDA memory statistics only"}
-    study._DRAFTERS.clear()
+    study.MODELS.drop_drafters()
     models_bytes = sum(
         sum(p.numel() * p.element_size() for p in m.model.parameters())
-        for m in study._MODELS.values()
+        for m in study.MODELS.models.values()
     )
     torch.cuda.synchronize(device)
     peak = torch.cuda.max_memory_allocated(device)

@@ -249,6 +249,52 @@ def test_arm_names_and_profiles():
         assert agr["primary"] in agr["drafts"] and agr["test_range"] == [10, 100]
 
 
+def test_embedded_configs_match_committed_results():
+    """`make evaluate` reuses the committed results/embedded directories: every experiment's
+    config, built from the embedded profile as a notebook builds it (no overrides, no model
+    loaded), equals the committed config.json, hashes to its config_hash, and the store calls
+    the directory done for it."""
+    import json
+
+    from specdec_lib.config import config_hash
+    from specdec_lib.results.catalog import EXPERIMENTS
+    from specdec_lib.runner.experiments import CONFIGS, RUNS
+
+    assert set(CONFIGS) == set(RUNS) == set(EXPERIMENTS)
+    S = study.Study(study.load_profile("embedded"), study.ROOT / "results")
+    for experiment in EXPERIMENTS:
+        saved = json.loads((S.store.dir(experiment) / "config.json").read_text())
+        cfg = CONFIGS[experiment](S)
+        want = {k: v for k, v in saved.items() if k != "config_hash"}
+        assert json.loads(json.dumps(cfg)) == want, experiment
+        assert config_hash(cfg) == saved["config_hash"], experiment
+        assert S.store.done(experiment, cfg, study=True), experiment
+
+
+def test_drafters_are_kept_per_target_model(single_thread):
+    """A drafter is built once per target model object, spec and cache setting; the cache-off
+    drafter shares the cache-on one's weights; another target object (even one built the same
+    way) never gets the first one's drafters."""
+    S = study.Study(study.load_profile("smoke"), study.ROOT / "results")
+    loaded = study.load_target(S)
+    on = study.get_drafter(S, loaded, "self:2")
+    assert study.get_drafter(S, loaded, "self:2") is on and on.lm.use_cache
+    off = study.get_drafter(S, loaded, "self:2", use_cache=False)
+    assert off is not on and off.lm.model is on.lm.model and not off.lm.use_cache
+    assert study.get_drafter(S, loaded, "self:2", use_cache=False) is off
+    twin = study.tiny_random_model("float64", **S.profile["tiny"])
+    assert study.MODELS.drafters(twin) == {}
+    assert study.get_drafter(S, twin, "self:2").lm.model is not on.lm.model
+
+
+def test_an_adaptive_draft_is_what_it_wraps(target64):
+    exit1 = SelfDrafter(target64, n_layers=1, vocab_size=96)
+    assert study.draft_kind(AdaptiveDrafter(exit1), target64) == study.EXIT
+    assert AdaptiveDrafter(exit1).unwrapped() is exit1
+    bigram = BigramDrafter.fit(random_prompt(7, 400), 96)
+    assert study.draft_kind(AdaptiveDrafter(bigram), target64) == study.CONTROL
+
+
 def test_notebooks_match_their_generator():
     """notebooks/*.ipynb are what notebooks/make_notebooks.py writes, without outputs, each with
     exactly one `parameters` cell of typed literals."""

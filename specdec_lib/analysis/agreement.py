@@ -20,6 +20,7 @@ SHARED = "shares the target's hidden states"
 EXIT = "early exit of the target (its attention stops early)"
 SEPARATE = "a separate computation"
 CONTROL = "context-free control"
+TEXT_CONTROL = "control: the target against the real text"  # the target_vs_text row
 
 
 def _implied(a: np.ndarray, k: int) -> np.ndarray:
@@ -42,6 +43,60 @@ def _paired_mean_change(lo: np.ndarray, hi: np.ndarray, k: int) -> dict[str, dic
     return out
 
 
+def per_document(rows: list[dict[str, Any]], draft: str, context: int) -> dict[int, float]:
+    """Document -> one draft's agreement at one context."""
+    return {
+        int(r["prompt"]): float(r["agreement"])
+        for r in rows
+        if r["draft"] == draft and int(r["context"]) == context
+    }
+
+
+def agreement_cell(values: dict[int, float], k: int) -> dict[str, Any]:
+    """The mean agreement over documents and the acceptance it implies at K, with intervals."""
+    x = np.array(list(values.values()), dtype=float)
+    iv = stats.mean(x)
+    imp = stats.bootstrap([x], lambda v, axis: _implied(np.mean(v, axis=axis), k))
+    return {
+        **iv.as_dict("mean"),
+        "n_documents": int(x.size),
+        "implied_acceptance": imp.value,
+        "implied_acceptance_ci_low": imp.low,
+        "implied_acceptance_ci_high": imp.high,
+    }
+
+
+def draft_headline(
+    cells: dict[str, Any],
+    per: dict[int, dict[int, float]],
+    contexts: list[int],
+    test_range: Sequence[int],
+    k: int,
+) -> dict[str, Any]:
+    """One draft's first and last mean, and its paired changes over the whole sweep and over
+    test_range (when both ends were measured), documents paired."""
+    head: dict[str, Any] = {
+        "first": cells[str(contexts[0])]["mean"],
+        "last": cells[str(contexts[-1])]["mean"],
+        "n_documents": len(per[contexts[0]]),
+    }
+    spans = {"whole": (contexts[0], contexts[-1])}
+    c0, c1 = (int(test_range[0]), int(test_range[1])) if len(test_range) == 2 else (0, 0)
+    if c0 in per and c1 in per:
+        spans["test"] = (c0, c1)
+    for label, (a, b) in spans.items():
+        common = sorted(set(per[a]) & set(per[b]))
+        lo_v = np.array([per[a][i] for i in common], dtype=float)
+        hi_v = np.array([per[b][i] for i in common], dtype=float)
+        ch = _paired_mean_change(lo_v, hi_v, k) if common else {}
+        head[f"change_{label}"] = {"contexts": [a, b], **ch}
+    whole = head["change_whole"].get("agreement", {})
+    head["change"] = whole.get("value")
+    head["change_ci_low"] = whole.get("ci_low")
+    head["change_ci_high"] = whole.get("ci_high")
+    return head
+
+
 def agreement_summary(
     rows: list[dict[str, Any]],
     contexts: list[int],
@@ -55,47 +110,12 @@ def agreement_summary(
     drafts = list(dict.fromkeys(r["draft"] for r in rows))
     table, by_draft, headline = [], {}, {}
     for dname in drafts:
-        by_draft[dname] = {}
-        per: dict[int, dict[int, float]] = {}
+        per = {c: per_document(rows, dname, c) for c in contexts}
+        by_draft[dname] = {str(c): agreement_cell(per[c], k) for c in contexts}
         for c in contexts:
-            vals = {
-                int(r["prompt"]): float(r["agreement"])
-                for r in rows
-                if r["draft"] == dname and int(r["context"]) == c
-            }
-            per[c] = vals
-            x = np.array(list(vals.values()), dtype=float)
-            iv = stats.mean(x)
-            imp = stats.bootstrap([x], lambda v, axis: _implied(np.mean(v, axis=axis), k))
-            cell = {
-                **iv.as_dict("mean"),
-                "n_documents": int(x.size),
-                "implied_acceptance": imp.value,
-                "implied_acceptance_ci_low": imp.low,
-                "implied_acceptance_ci_high": imp.high,
-            }
-            by_draft[dname][str(c)] = cell
-            table.append({"context": c, "draft": dname, "agreement": iv.value, **cell})
-        head: dict[str, Any] = {
-            "first": by_draft[dname][str(contexts[0])]["mean"],
-            "last": by_draft[dname][str(contexts[-1])]["mean"],
-            "n_documents": len(per[contexts[0]]),
-        }
-        spans = {"whole": (contexts[0], contexts[-1])}
-        c0, c1 = (int(test_range[0]), int(test_range[1])) if len(test_range) == 2 else (0, 0)
-        if c0 in per and c1 in per:
-            spans["test"] = (c0, c1)
-        for label, (a, b) in spans.items():
-            common = sorted(set(per[a]) & set(per[b]))
-            lo_v = np.array([per[a][i] for i in common], dtype=float)
-            hi_v = np.array([per[b][i] for i in common], dtype=float)
-            ch = _paired_mean_change(lo_v, hi_v, k) if common else {}
-            head[f"change_{label}"] = {"contexts": [a, b], **ch}
-        whole = head["change_whole"].get("agreement", {})
-        head["change"] = whole.get("value")
-        head["change_ci_low"] = whole.get("ci_low")
-        head["change_ci_high"] = whole.get("ci_high")
-        headline[dname] = head
+            cell = by_draft[dname][str(c)]
+            table.append({"context": c, "draft": dname, "agreement": cell["mean"], **cell})
+        headline[dname] = draft_headline(by_draft[dname], per, contexts, test_range, k)
     return {
         "contexts": contexts,
         "k": k,

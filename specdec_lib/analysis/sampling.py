@@ -1,12 +1,20 @@
-"""The sampling experiment's pure pieces (06): the total-variation distance between the target's
-exact next-token distribution and a draft's.
+"""The sampling experiment's summaries (06): per temperature the arms' speedup and acceptance, and
+the first-token distribution check per method: the tests of its prompts combined, with the
+smallest total-variation distance (TVD) they detect, beside the TVD between the target's exact
+next-token distribution and a draft's (what a verifier that accepted every draft would emit).
 
-Torch-free; knows nothing about models or how the distributions were obtained.
+Torch-free; knows nothing about models or how the samples and distributions were obtained.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+
+from specdec_lib.analysis import stats
+from specdec_lib.analysis.summary import point
+from specdec_lib.results.catalog import BASELINE
 
 
 def tvd_between(p: np.ndarray, q: np.ndarray) -> float | None:
@@ -18,3 +26,66 @@ def tvd_between(p: np.ndarray, q: np.ndarray) -> float | None:
     pp, qq = np.zeros(v), np.zeros(v)
     pp[: p.size], qq[: q.size] = p, q
     return float(0.5 * np.abs(pp - qq).sum())
+
+
+def method_check(
+    tests: list[dict[str, Any]], unverified: list[float | None], drafts: bool
+) -> dict[str, Any]:
+    """One method's check from its per-prompt goodness-of-fit tests (`stats.goodness_of_fit`):
+    the combined test and its power, the mean TVD, and for a method that drafts the mean TVD of
+    its unverified drafts and whether the test detects every one of them (`unverified`: one per
+    prompt with more than one bin)."""
+    chk = stats.power_summary(tests)
+    chk["tvd"] = float(np.mean([r["tvd"] for r in tests])) if tests else None
+    chk["tvd_mean_per_prompt"] = chk["tvd"]
+    if drafts:
+        seen = [u for u in unverified if u is not None]
+        chk["tvd_unverified"] = float(np.mean(seen)) if seen else None
+        chk["detects_unverified"] = bool(
+            seen
+            and len(seen) == len(unverified)
+            and chk["detectable_tvd"] is not None
+            and min(seen) > chk["detectable_tvd"]
+        )
+    return chk
+
+
+def temperature_rows(t: float, arms: dict[str, Any]) -> list[dict[str, Any]]:
+    """The flat table's rows of one temperature, one per arm."""
+    table = []
+    for m, s in arms.items():
+        sp, acc = s.get("speedup") or {}, s.get("acceptance_rate") or {}
+        table.append(
+            {
+                "temperature": t,
+                "method": m,
+                "n_prompts": s["n_prompts"],
+                "speedup": sp.get("value"),
+                "speedup_ci_low": sp.get("ci_low"),
+                "speedup_ci_high": sp.get("ci_high"),
+                "acceptance_rate": acc.get("value"),
+                "acceptance_rate_ci_low": acc.get("ci_low"),
+                "acceptance_rate_ci_high": acc.get("ci_high"),
+                "mean_accepted_length": point(s.get("mean_accepted_length")),
+                "tokens_per_s": s["tokens_per_s"]["median"],
+            }
+        )
+    return table
+
+
+def temperature_headline(
+    arms: dict[str, Any], check: dict[str, Any], main: str, checked: list[str]
+) -> dict[str, Any]:
+    """One temperature's headline: the main draft's speedup and acceptance, and the check of
+    the first checked arm beside the baseline's."""
+    first = checked[0] if checked else None
+    return {
+        "speedup": arms[main].get("speedup"),
+        "acceptance_rate": arms[main].get("acceptance_rate"),
+        "checked_arm": first,
+        "p_value_speculative": check[first]["p_value"] if first else None,
+        "p_value_baseline": check[BASELINE]["p_value"],
+        "tvd_speculative": check[first]["tvd"] if first else None,
+        "tvd_baseline": check[BASELINE]["tvd"],
+        "detectable_tvd": check[first]["detectable_tvd"] if first else None,
+    }

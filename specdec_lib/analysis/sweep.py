@@ -16,56 +16,103 @@ from specdec_lib.analysis.summary import point, summarize
 from specdec_lib.results.catalog import BASELINE
 
 
-def sweep_summary(rows: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, Any]:
-    contexts = cfg["contexts"]
-    ref = cfg["reference_context"] if cfg["reference_context"] in contexts else contexts[0]
-    by_context = {}
-    for c in contexts:
-        by_context[str(c)] = {"arms": summarize([r for r in rows if r["context"] == c])}
+def walls(rows: list[dict[str, Any]], context: int, method: str) -> np.ndarray:
+    """[n] one arm's wall times at one context, in prompt order."""
+    mine = (r for r in rows if r["context"] == context and r["method"] == method)
+    return np.array([r["wall_s"] for r in sorted(mine, key=lambda r: r["prompt"])])
 
-    def walls(c: int, m: str) -> np.ndarray:
-        rs = sorted(
-            (r for r in rows if r["context"] == c and r["method"] == m), key=lambda r: r["prompt"]
-        )
-        return np.array([r["wall_s"] for r in rs])
 
-    ref_wall = walls(ref, BASELINE)
+def table_row(
+    context: int, method: str, arms: dict[str, Any], earlier: stats.Interval, use_cache: bool
+) -> dict[str, Any]:
+    """One (context, arm) row of the flat table; `earlier` is its earlier-study-style speedup."""
+    s = arms[method]
+    sp = s.get("speedup") or {}
+    acc = s.get("acceptance_rate") or {}
+    return {
+        "context": context,
+        "method": method,
+        "draft": s["draft"],
+        "k": s["k"],
+        "n_prompts": s["n_prompts"],
+        "use_cache": use_cache,
+        "total_wall_s": s["total_wall_s"],
+        "baseline_total_wall_s": arms[BASELINE]["total_wall_s"],
+        "tokens_per_s": s["tokens_per_s"]["median"],
+        "tokens_per_s_ci_low": s["tokens_per_s"]["ci_low"],
+        "tokens_per_s_ci_high": s["tokens_per_s"]["ci_high"],
+        "speedup": sp.get("value"),
+        "speedup_ci_low": sp.get("ci_low"),
+        "speedup_ci_high": sp.get("ci_high"),
+        "earlier_style_speedup": earlier.value,
+        "earlier_style_speedup_ci_low": earlier.low,
+        "earlier_style_speedup_ci_high": earlier.high,
+        "earlier_style_speedup_ci_method": earlier.method,
+        "acceptance_rate": acc.get("value"),
+        "acceptance_rate_ci_low": acc.get("ci_low"),
+        "acceptance_rate_ci_high": acc.get("ci_high"),
+        "mean_accepted_length": point(s.get("mean_accepted_length")),
+    }
+
+
+def sweep_table(
+    rows: list[dict[str, Any]],
+    by_context: dict[str, Any],
+    contexts: list[int],
+    ref_wall: np.ndarray,
+    use_cache: bool,
+) -> list[dict[str, Any]]:
+    """Every (context, arm) row; the earlier-study-style speedup divides the reference context's
+    baseline time by the arm's, prompt by prompt (a context with fewer prompts has the first
+    ones)."""
     table = []
     for c in contexts:
         arms = by_context[str(c)]["arms"]
-        for m, s in arms.items():
-            sp = s.get("speedup") or {}
-            acc = s.get("acceptance_rate") or {}
-            w = walls(c, m)
-            n = min(len(w), len(ref_wall))  # a context with fewer prompts has the first ones
-            es = stats.paired_speedup(ref_wall[:n], w[:n])
-            table.append(
-                {
-                    "context": c,
-                    "method": m,
-                    "draft": s["draft"],
-                    "k": s["k"],
-                    "n_prompts": s["n_prompts"],
-                    "use_cache": cfg["use_cache"],
-                    "total_wall_s": s["total_wall_s"],
-                    "baseline_total_wall_s": arms[BASELINE]["total_wall_s"],
-                    "tokens_per_s": s["tokens_per_s"]["median"],
-                    "tokens_per_s_ci_low": s["tokens_per_s"]["ci_low"],
-                    "tokens_per_s_ci_high": s["tokens_per_s"]["ci_high"],
-                    "speedup": sp.get("value"),
-                    "speedup_ci_low": sp.get("ci_low"),
-                    "speedup_ci_high": sp.get("ci_high"),
-                    "earlier_style_speedup": es.value,
-                    "earlier_style_speedup_ci_low": es.low,
-                    "earlier_style_speedup_ci_high": es.high,
-                    "earlier_style_speedup_ci_method": es.method,
-                    "acceptance_rate": acc.get("value"),
-                    "acceptance_rate_ci_low": acc.get("ci_low"),
-                    "acceptance_rate_ci_high": acc.get("ci_high"),
-                    "mean_accepted_length": point(s.get("mean_accepted_length")),
-                }
-            )
+        for m in arms:
+            w = walls(rows, c, m)
+            n = min(len(w), len(ref_wall))
+            earlier = stats.paired_speedup(ref_wall[:n], w[:n])
+            table.append(table_row(c, m, arms, earlier, use_cache))
+    return table
+
+
+def baseline_growth(table: list[dict[str, Any]], by_context: dict[str, Any]) -> dict[str, Any]:
+    """The baseline's total time and time per token at each context."""
     base = [t for t in table if t["method"] == BASELINE]
+    per_token = []
+    for t in base:
+        b = by_context[str(t["context"])]["arms"][BASELINE]
+        per_token.append(b["total_wall_s"] / max(b["new_tokens"], 1))
+    return {
+        "context": [t["context"] for t in base],
+        "total_wall_s": [t["total_wall_s"] for t in base],
+        "s_per_token": per_token,
+    }
+
+
+def sweep_headline(table: list[dict[str, Any]], methods: list[str]) -> dict[str, Any]:
+    """Per draft arm its speedup at each context; per arm (baseline too) the earlier style's."""
+
+    def at(m: str, key: str) -> dict[str, Any]:
+        return {str(t["context"]): t[key] for t in table if t["method"] == m}
+
+    return {
+        "speedup_at": {m: at(m, "speedup") for m in methods},
+        "earlier_style_speedup_at": {
+            m: at(m, "earlier_style_speedup") for m in [BASELINE, *methods]
+        },
+    }
+
+
+def sweep_summary(rows: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, Any]:
+    """rows (with a `context` column) and the sweep's config -> its summary.json."""
+    contexts = cfg["contexts"]
+    ref = cfg["reference_context"] if cfg["reference_context"] in contexts else contexts[0]
+    by_context = {
+        str(c): {"arms": summarize([r for r in rows if r["context"] == c])} for c in contexts
+    }
+    ref_wall = walls(rows, ref, BASELINE)
+    table = sweep_table(rows, by_context, contexts, ref_wall, cfg["use_cache"])
     methods = [m for m in cfg["arms"] if m != BASELINE]
     return {
         "contexts": contexts,
@@ -76,25 +123,6 @@ def sweep_summary(rows: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, 
             "reference_context": ref,
             "reference_total_wall_s": float(ref_wall.sum()),
         },
-        "baseline_growth": {
-            "context": [t["context"] for t in base],
-            "total_wall_s": [t["total_wall_s"] for t in base],
-            "s_per_token": [
-                by_context[str(t["context"])]["arms"][BASELINE]["total_wall_s"]
-                / max(by_context[str(t["context"])]["arms"][BASELINE]["new_tokens"], 1)
-                for t in base
-            ],
-        },
-        "headline": {
-            "speedup_at": {
-                m: {str(t["context"]): t["speedup"] for t in table if t["method"] == m}
-                for m in methods
-            },
-            "earlier_style_speedup_at": {
-                m: {
-                    str(t["context"]): t["earlier_style_speedup"] for t in table if t["method"] == m
-                }
-                for m in [BASELINE, *methods]
-            },
-        },
+        "baseline_growth": baseline_growth(table, by_context),
+        "headline": sweep_headline(table, methods),
     }

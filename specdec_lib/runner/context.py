@@ -1,25 +1,30 @@
 """The study's context: a profile (YAML) with a notebook's overrides, the results folder, and the
-target and drafters loaded once per process.
+targets and drafters this process has loaded.
 
 `setup` makes a `Study` from a profile name; `base_config` is what every experiment's config
-starts from; `load_target` and `get_drafter` load a target (once per process per dtype) and build
-drafters through the one grammar (`drafters.registry`), kept per target, spec and cache setting;
-`make_arm` / `build_arms` wrap them into the arms `runner.paired` runs.
+starts from; `load_target` loads a target once per process and dtype, `get_drafter` builds a
+drafter through the one grammar (`drafters.registry`) once per target, spec and cache setting
+(both kept in `MODELS`); `make_arm` / `build_arms` wrap them into the arms `runner.paired` runs.
 
 Knows nothing about what an experiment measures, how it is summarized or where it is written.
 """
 
 from __future__ import annotations
 
-import copy
 import os
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from specdec_lib import colab, profiles
+from specdec_lib.drafters import Drafter, ModelDrafter
+from specdec_lib.drafters.registry import DraftContext, build
 from specdec_lib.errors import SpecdecError
+from specdec_lib.generate import Generator, fit_ids_for
+from specdec_lib.models import DTYPES, LoadedModel, load_model, shared_vocab_size
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.store import ResultStore
 from specdec_lib.runner.paired import Arm, Method
@@ -29,7 +34,7 @@ from specdec_lib.runtime import env_threads
 from specdec_lib.runtime import setup as setup_runtime
 
 ROOT = Path(__file__).resolve().parents[2]
-PROFILES = ROOT / "profiles"
+PROFILES = profiles.PROFILES
 SPLIT_SEED = 0  # the fit/eval article split; generate.fit_ids_for fits the bigram on seed 0 too
 
 
@@ -39,8 +44,6 @@ SPLIT_SEED = 0  # the fit/eval article split; generate.fit_ids_for fits the bigr
 def load_profile(name: str) -> dict[str, Any]:
     """profiles/<name>.yaml (or a path to a YAML file) as a dict, checked against the typed
     schema of `specdec_lib.profiles` (a bad value is a one-line SpecdecError, never coerced)."""
-    from specdec_lib import profiles
-
     return profiles.load_profile(name)
 
 
@@ -78,9 +81,7 @@ def resolve_profile(name: str) -> str:
     """ "auto" -> colab-t4 on a Colab GPU runtime, else embedded; any other name as given."""
     if name != "auto":
         return name
-    from specdec_lib.colab import auto_profile
-
-    return auto_profile()
+    return colab.auto_profile()
 
 
 def setup(
@@ -96,14 +97,10 @@ def setup(
     the profile's."""
     prof = load_profile(resolve_profile(profile))
     if dtype:
-        from specdec_lib.models import DTYPES
-
         if dtype != "auto" and dtype not in DTYPES and dtype != "float64":
             raise SpecdecError(f"unknown dtype {dtype!r}; use auto, {', '.join(DTYPES)}")
         prof["dtype"] = dtype
-    from specdec_lib.colab import ensure_target
-
-    ensure_target(str(prof.get("target", "")))
+    colab.ensure_target(str(prof.get("target", "")))
     rd = Path(results_dir)
     if not rd.is_absolute():
         rd = ROOT / rd
@@ -115,6 +112,7 @@ def setup(
 
 
 def base_config(S: Study, experiment: str) -> dict[str, Any]:
+    """The keys every experiment's config starts with (its hash names the stored result)."""
     p = S.profile
     return {
         "experiment": experiment,
@@ -151,31 +149,6 @@ def transformer_specs(S: Study) -> dict[str, str]:
     return out
 
 
-# --------------------------------------------------------------------------- models and drafters
-
-_MODELS: dict[tuple[str, str, str], Any] = {}
-_DRAFTERS: dict[tuple[Any, ...], Any] = {}
-
-
-def load_target(S: Study, dtype: str | None = None):
-    """The profile's target as a LoadedModel, loaded once per process per dtype."""
-    name = S.profile["target"]
-    dtype = dtype or S.profile.get("dtype", "auto")
-    device = S.profile.get("device", "auto")
-    key = (name, dtype, device)
-    if key not in _MODELS:
-        if name == TINY:
-            _MODELS[key] = tiny_random_model(dtype, device=device, **S.profile.get("tiny", {}))
-        else:
-            from specdec_lib.models import load_model
-
-            _MODELS[key] = load_model(name, dtype=dtype, device=device)
-            if not S.profile.get("threads") or env_threads() is not None:
-                # the thread count chosen as the CLI and the bench choose it (runtime.setup)
-                setup_runtime(_MODELS[key].model, int(S.profile.get("k", 4)) + 1)
-    return _MODELS[key]
-
-
 def thread_choice(S: Study) -> dict[str, Any]:
     """How this process's thread count was chosen, for env.json."""
     choice = current_runtime()
@@ -185,34 +158,79 @@ def thread_choice(S: Study) -> dict[str, Any]:
     return {"threads": torch.get_num_threads(), "chosen_by": how, "step_s": None}
 
 
-def _recached(drafter, use_cache: bool):
-    """A model drafter sharing the same weights with a KV cache on or off."""
-    from specdec_lib.core.cache import CachedLM
-    from specdec_lib.drafters import ModelDrafter
-
-    if not isinstance(drafter, ModelDrafter) or drafter.lm.use_cache == use_cache:
-        return drafter
-    new = copy.copy(drafter)
-    new.lm = CachedLM(drafter.lm.model, use_cache=use_cache, vocab_size=drafter.lm.vocab_size)
-    return new
+# --------------------------------------------------------------------------- models and drafters
 
 
-def get_drafter(S: Study, loaded, spec: str, *, use_cache: bool = True, k_max: int = 8):
-    """A drafter for spec (cached per target, spec and cache setting), through the one grammar
-    (`drafters.registry`); `adaptive:SPEC` takes its schedule from the profile, capped by k_max."""
-    from specdec_lib.drafters.registry import DraftContext, build
-    from specdec_lib.generate import fit_ids_for
+class ModelCache:
+    """What this process has loaded, so that each is loaded once: models (targets and the tiny
+    draft) by (name, dtype, device), and drafters per target model by (spec, cache setting, K
+    cap). Drafters are kept per model object (weakly), not per id(): a target that was dropped
+    never lends its drafters to one that happens to reuse its address."""
 
-    key = (id(loaded), spec, use_cache, k_max if spec.startswith("adaptive:") else None)
-    if key in _DRAFTERS:
-        return _DRAFTERS[key]
-    base_key = (id(loaded), spec, True, None)
-    if not use_cache and base_key in _DRAFTERS:
-        d = _recached(_DRAFTERS[base_key], False)
+    def __init__(self) -> None:
+        self.models: dict[tuple[str, str, str], LoadedModel] = {}
+        self._drafters: weakref.WeakKeyDictionary[torch.nn.Module, dict[tuple, Drafter]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def drafters(self, loaded: LoadedModel) -> dict[tuple, Drafter]:
+        """The drafters built for this target: (spec, use_cache, k cap or None) -> drafter."""
+        return self._drafters.setdefault(loaded.model, {})
+
+    def drop_drafters(self) -> None:
+        """Forget every drafter (and with them their caches); the models stay."""
+        self._drafters.clear()
+
+
+MODELS = ModelCache()  # this process's
+
+
+def load_target(S: Study, dtype: str | None = None) -> LoadedModel:
+    """The profile's target as a LoadedModel, loaded once per process per dtype."""
+    name = S.profile["target"]
+    dtype = dtype or S.profile.get("dtype", "auto")
+    device = S.profile.get("device", "auto")
+    key = (name, dtype, device)
+    if key not in MODELS.models:
+        if name == TINY:
+            loaded = tiny_random_model(dtype, device=device, **S.profile.get("tiny", {}))
+        else:
+            loaded = load_model(name, dtype=dtype, device=device)
+            if not S.profile.get("threads") or env_threads() is not None:
+                # the thread count chosen as the CLI and the bench choose it (runtime.setup)
+                setup_runtime(loaded.model, int(S.profile.get("k", 4)) + 1)
+        MODELS.models[key] = loaded
+    return MODELS.models[key]
+
+
+def tiny_draft(S: Study, loaded: LoadedModel) -> LoadedModel:
+    """The smoke-pair's draft (`model:tiny-random-draft`): a tiny Gemma3ForCausalLM over the
+    target's tokenizer without its extra ids, in the target's dtype and device (profile
+    `tiny_draft`: layers, hidden, heads, seed)."""
+    opts = {**S.profile.get("tiny", {}), **S.profile.get("tiny_draft", {})}
+    opts.pop("extra_vocab", None)
+    opts.pop("conditional", None)
+    dtype = str(loaded.dtype).removeprefix("torch.")
+    key = (TINY_DRAFT, dtype, str(loaded.device))
+    if key not in MODELS.models:
+        MODELS.models[key] = tiny_random_model(dtype, device=loaded.device.type, **opts)
+    return MODELS.models[key]
+
+
+def get_drafter(
+    S: Study, loaded: LoadedModel, spec: str, *, use_cache: bool = True, k_max: int = 8
+) -> Drafter:
+    """A drafter for spec (kept per target, spec and cache setting), through the one grammar
+    (`drafters.registry`); `adaptive:SPEC` takes its schedule from the profile, capped by k_max.
+    A cache-off drafter shares the weights of the cache-on one already built."""
+    built = MODELS.drafters(loaded)
+    key = (spec, use_cache, k_max if spec.startswith("adaptive:") else None)
+    if key in built:
+        return built[key]
+    on = built.get((spec, True, None))
+    if not use_cache and on is not None:
+        d = on.with_cache(False)
     elif spec == f"model:{TINY_DRAFT}":
-        from specdec_lib.drafters import ModelDrafter
-        from specdec_lib.models import shared_vocab_size
-
         draft = tiny_draft(S, loaded)
         d = ModelDrafter(
             draft.model,
@@ -221,26 +239,31 @@ def get_drafter(S: Study, loaded, spec: str, *, use_cache: bool = True, k_max: i
             tokenizer=draft.tokenizer,
         )
     else:
-        ad = S.profile.get("experiments", {}).get("k_sweep", {}).get("adaptive", {})
-        ctx = DraftContext(
-            loaded,
-            lambda: fit_ids_for(loaded.tokenizer, S.profile.get("data_source", "auto"), SPLIT_SEED),
-            dtype=S.profile.get("dtype", "auto"),
-            device=S.profile.get("device", "auto"),
-            use_cache=use_cache,
-            k=k_max,
-            k_start=int(ad.get("k_start", 4)),
-            k_min=int(ad.get("k_min", 1)),
-            build_inner=lambda inner: get_drafter(S, loaded, inner, use_cache=use_cache),
-        )
-        d = build(spec, ctx)
-    _DRAFTERS[key] = d
+        d = build(spec, draft_context(S, loaded, use_cache, k_max))
+    built[key] = d
     return d
 
 
-def make_arm(S: Study, loaded, name: str, spec: str, k: int, *, use_cache: bool = True) -> Arm:
-    from specdec_lib.generate import Generator
+def draft_context(S: Study, loaded: LoadedModel, use_cache: bool, k_max: int) -> DraftContext:
+    """What the registry builds a drafter from: the target, the fit split's ids, the profile's
+    dtype, device and adaptive-K schedule; inner drafters come through `get_drafter`."""
+    ad = S.profile.get("experiments", {}).get("k_sweep", {}).get("adaptive", {})
+    return DraftContext(
+        loaded,
+        lambda: fit_ids_for(loaded.tokenizer, S.profile.get("data_source", "auto"), SPLIT_SEED),
+        dtype=S.profile.get("dtype", "auto"),
+        device=S.profile.get("device", "auto"),
+        use_cache=use_cache,
+        k=k_max,
+        k_start=int(ad.get("k_start", 4)),
+        k_min=int(ad.get("k_min", 1)),
+        build_inner=lambda inner: get_drafter(S, loaded, inner, use_cache=use_cache),
+    )
 
+
+def make_arm(
+    S: Study, loaded: LoadedModel, name: str, spec: str, k: int, *, use_cache: bool = True
+) -> Arm:
     drafter = get_drafter(S, loaded, spec, use_cache=use_cache, k_max=k)
     gen = Generator.from_loaded(
         loaded,
@@ -254,24 +277,10 @@ def make_arm(S: Study, loaded, name: str, spec: str, k: int, *, use_cache: bool 
 
 
 def build_arms(
-    S: Study, loaded, specs: dict[str, str], k: int, *, use_cache: bool = True
+    S: Study, loaded: LoadedModel, specs: dict[str, str], k: int, *, use_cache: bool = True
 ) -> list[Arm]:
     """The baseline first, then one arm per (name -> spec)."""
     arms = [make_arm(S, loaded, BASELINE, "none", k, use_cache=use_cache)]
     for name, spec in specs.items():
         arms.append(make_arm(S, loaded, name, spec, k, use_cache=use_cache))
     return arms
-
-
-def tiny_draft(S: Study, loaded):
-    """The smoke-pair's draft (`model:tiny-random-draft`): a tiny Gemma3ForCausalLM over the
-    target's tokenizer without its extra ids, in the target's dtype and device (profile
-    `tiny_draft`: layers, hidden, heads, seed)."""
-    opts = {**S.profile.get("tiny", {}), **S.profile.get("tiny_draft", {})}
-    opts.pop("extra_vocab", None)
-    opts.pop("conditional", None)
-    dtype = str(loaded.dtype).removeprefix("torch.")
-    key = (TINY_DRAFT, dtype, str(loaded.device))
-    if key not in _MODELS:
-        _MODELS[key] = tiny_random_model(dtype, device=loaded.device.type, **opts)
-    return _MODELS[key]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from specdec_lib import plots
 from specdec_lib.analysis.sweep import sweep_summary
 from specdec_lib.errors import SpecdecError
 from specdec_lib.results.catalog import BASELINE
@@ -20,7 +21,7 @@ from specdec_lib.runner.context import (
     get_drafter,
     load_target,
 )
-from specdec_lib.runner.execute import Run, execute, paired
+from specdec_lib.runner.execute import OnRow, Run, execute, paired
 from specdec_lib.runner.prompts import prompts_for
 from specdec_lib.runner.teacher_forced import draft_kind
 
@@ -72,32 +73,31 @@ def run_context_sweep(S: Study, *, use_cache: bool = True) -> ExperimentResult:
     the earlier study's speedup (one reference-context baseline over every row)."""
     experiment = "context_sweep" if use_cache else "context_sweep_nocache"
     cfg = sweep_config(S, experiment)
+    return execute(S, experiment, cfg, lambda on_row: _sweep(S, cfg, on_row))
 
-    def compute(on_row):
-        from specdec_lib import plots
 
-        loaded = load_target(S)
-        specs = {k: v for k, v in cfg["arms"].items() if k != BASELINE}
-        arms = build_arms(S, loaded, specs, cfg["k"], use_cache=use_cache)
-        rows: list[dict[str, Any]] = []
-        for c in cfg["contexts"]:
-            n = cfg["n_prompts_by_context"][str(c)]
-            prompts = prompts_for(S, loaded, n, c, anchor_min=cfg["anchor_min"])
-            rows += paired(
-                arms,
-                prompts,
-                max_new_tokens=cfg["max_new_tokens"],
-                warmup=cfg["warmup"] if c == cfg["contexts"][0] else 0,
-                progress=f"{experiment} context {c}",
-                on_row=on_row,
-                extra_cols={"context": c},
-            )
-        summary = sweep_summary(rows, cfg)
-        summary["primary"] = cfg["primary"]
-        summary["kinds"] = {
-            m: draft_kind(get_drafter(S, loaded, s, use_cache=use_cache), loaded.model)
-            for m, s in specs.items()
-        }
-        return Run(rows, summary, lambda d: plots.context_figures(summary, d))
-
-    return execute(S, experiment, cfg, compute)
+def _sweep(S: Study, cfg: dict[str, Any], on_row: OnRow) -> Run:
+    loaded = load_target(S)
+    use_cache = cfg["use_cache"]
+    specs = {k: v for k, v in cfg["arms"].items() if k != BASELINE}
+    arms = build_arms(S, loaded, specs, cfg["k"], use_cache=use_cache)
+    rows: list[dict[str, Any]] = []
+    for c in cfg["contexts"]:
+        n = cfg["n_prompts_by_context"][str(c)]
+        prompts = prompts_for(S, loaded, n, c, anchor_min=cfg["anchor_min"])
+        rows += paired(
+            arms,
+            prompts,
+            max_new_tokens=cfg["max_new_tokens"],
+            warmup=cfg["warmup"] if c == cfg["contexts"][0] else 0,
+            progress=f"{cfg['experiment']} context {c}",
+            on_row=on_row,
+            extra_cols={"context": c},
+        )
+    summary = sweep_summary(rows, cfg)
+    summary["primary"] = cfg["primary"]
+    summary["kinds"] = {
+        m: draft_kind(get_drafter(S, loaded, s, use_cache=use_cache), loaded.model)
+        for m, s in specs.items()
+    }
+    return Run(rows, summary, lambda d: plots.context_figures(summary, d))

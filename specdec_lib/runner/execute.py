@@ -15,16 +15,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specdec_lib.results.store import ExperimentResult, load_result, publish
+import torch
+
+from specdec_lib import plots, present
+from specdec_lib.config import SamplingConfig
+from specdec_lib.models import resolve_device, resolve_dtype
+from specdec_lib.results.store import Checkpoint, ExperimentResult, load_result, publish
 from specdec_lib.runner.context import ROOT, Study, load_target, roles, thread_choice
 from specdec_lib.runner.paired import Arm, run_paired
+from specdec_lib.tracking import Tracker, cpu_model, environment, git_commit
 
 WANDB_PROJECT = "specdec"
+
+OnRow = Callable[[dict[str, Any]], None]
 
 
 @dataclass
 class Run:
-    """What one experiment function hands to `_publish`."""
+    """What an experiment's computation hands to `execute` to publish."""
 
     rows: list[dict[str, Any]]
     summary: dict[str, Any]
@@ -32,7 +40,7 @@ class Run:
     extra: dict[str, Any] | None = None
 
 
-_CHECKPOINT = None  # the results.store.Checkpoint of the experiment `execute` is computing
+_CHECKPOINT: Checkpoint | None = None  # the checkpoint of the experiment `execute` computes
 
 
 def cached(S: Study, experiment: str, config: dict[str, Any]) -> ExperimentResult | None:
@@ -56,11 +64,6 @@ def cached(S: Study, experiment: str, config: dict[str, Any]) -> ExperimentResul
 def reuse_note(S: Study, env: dict[str, Any]) -> str | None:
     """When a reused result was measured on another CPU or in another dtype than this machine
     would use for the same config (dtype auto), say so and how long re-measuring took there."""
-    import torch
-
-    from specdec_lib.models import resolve_device, resolve_dtype
-    from specdec_lib.tracking import cpu_model
-
     try:
         device = resolve_device(str(S.profile.get("device", "auto")))
         dtype = str(resolve_dtype(str(S.profile.get("dtype", "auto")), device)).removeprefix(
@@ -86,20 +89,10 @@ def reuse_note(S: Study, env: dict[str, Any]) -> str | None:
     )
 
 
-def execute(
-    S: Study,
-    experiment: str,
-    config: dict[str, Any],
-    compute: Callable[[Callable[[dict[str, Any]], None]], Run],
-) -> ExperimentResult:
-    """Reuse the stored result for this config, or compute, track and publish it."""
-    hit = cached(S, experiment, config)
-    if hit is not None:
-        return hit
-    from specdec_lib.tracking import Tracker, environment
-
+def tracker_for(S: Study, experiment: str, config: dict[str, Any]) -> Tracker:
+    """The W&B run of one experiment ($WANDB_DIR, else the repository), in the batch's group."""
     wandb_dir = Path(os.environ["WANDB_DIR"]) if os.environ.get("WANDB_DIR") else ROOT
-    tracker = Tracker(
+    return Tracker(
         WANDB_PROJECT,
         f"{S.name}/{experiment}",
         config,
@@ -108,29 +101,44 @@ def execute(
         job_type=experiment,
         tags=[S.name, f"dtype={config['dtype']}", f"device={config['device']}"],
     )
-    from specdec_lib.results.store import Checkpoint
 
+
+def run_environment(
+    S: Study, config: dict[str, Any], wall: float, checkpoint: Checkpoint
+) -> dict[str, Any]:
+    """env.json: the machine and packages, the target's actual device and dtype, the thread
+    choice, this process's wall time and how many prompts an interrupted run had measured."""
+    loaded = load_target(S)
+    env = environment(
+        device=str(next(loaded.model.parameters()).device),
+        dtype=str(loaded.dtype).removeprefix("torch."),
+    )
+    env["profile_dtype"] = config["dtype"]
+    env["threads"] = thread_choice(S)
+    env["wall_s_experiment"] = wall  # this process's share when prompts were resumed
+    env["resumed_prompts"] = checkpoint.resumed  # rows measured by an interrupted run
+    return env
+
+
+def execute(
+    S: Study,
+    experiment: str,
+    config: dict[str, Any],
+    compute: Callable[[OnRow], Run],
+) -> ExperimentResult:
+    """Reuse the stored result for this config, or compute, track and publish it."""
+    hit = cached(S, experiment, config)
+    if hit is not None:
+        return hit
+    tracker = tracker_for(S, experiment, config)
     global _CHECKPOINT
     checkpoint = _CHECKPOINT = Checkpoint(S.store, experiment, config, fresh=S.force)
     t0 = time.perf_counter()
     try:
         run = compute(tracker.log_row)
         wall = time.perf_counter() - t0
-        summary = {
-            "experiment": experiment,
-            "profile": S.name,
-            "roles": roles(S),
-            **run.summary,
-        }
-        loaded = load_target(S)
-        env = environment(
-            device=str(next(loaded.model.parameters()).device),
-            dtype=str(loaded.dtype).removeprefix("torch."),
-        )
-        env["profile_dtype"] = config["dtype"]
-        env["threads"] = thread_choice(S)
-        env["wall_s_experiment"] = wall  # this process's share when prompts were resumed
-        env["resumed_prompts"] = checkpoint.resumed  # rows measured by an interrupted run
+        summary = {"experiment": experiment, "profile": S.name, "roles": roles(S), **run.summary}
+        env = run_environment(S, config, wall, checkpoint)
         path = publish(S.store, experiment, config, env, run.rows, summary, run.figures, run.extra)
         checkpoint.remove()
         tracker.publish(path, f"{S.name}-{experiment}", _flat(summary.get("headline", {})))
@@ -143,8 +151,6 @@ def execute(
 
 def wandb_group(S: Study) -> str:
     """One W&B group per batch: SPECDEC_BATCH (set by `make evaluate`), else profile@commit."""
-    from specdec_lib.tracking import git_commit
-
     return os.environ.get("SPECDEC_BATCH") or f"{S.name}@{(git_commit(ROOT) or 'nogit')[:8]}"
 
 
@@ -165,18 +171,16 @@ def paired(
     *,
     max_new_tokens: int,
     warmup: int,
-    sampling=None,
+    sampling: SamplingConfig | None = None,
     progress: str,
-    on_row: Callable[[dict[str, Any]], None],
+    on_row: OnRow,
     extra_cols: dict[str, Any] | None = None,
-    checkpoint=None,
+    checkpoint: Checkpoint | None = None,
 ) -> list[dict[str, Any]]:
     """run_paired with extra columns per row. With a checkpoint (results.store.Checkpoint; by
     default the one `execute` holds for the experiment being computed) the prompts an
     interrupted run finished are taken from it and each new prompt is saved to it (the segment
     is `progress`, unique per call within an experiment)."""
-    from specdec_lib.config import SamplingConfig
-
     checkpoint = checkpoint if checkpoint is not None else _CHECKPOINT
 
     def hook(row: dict[str, Any]) -> None:
@@ -202,7 +206,8 @@ def paired(
 
 
 def pair_figures(summary_arms: dict[str, Any], rows: list[dict[str, Any]]):
-    from specdec_lib import plots
+    """The figures of an experiment with one context: speedup, acceptance per position, the
+    accepted-length histogram and where the time went."""
 
     def draw(d: Path) -> None:
         plots.speedup_bars(summary_arms, d / "speedup.png")
@@ -224,6 +229,4 @@ def rel(path: Path) -> str:
 def display_result(S: Study, experiment: str) -> None:
     """Show an experiment's reading, table and captioned figures from its stored result files
     (what the book renders; see specdec_lib.present)."""
-    from specdec_lib import present
-
     present.show(S.store.dir(experiment))

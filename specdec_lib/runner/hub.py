@@ -1,7 +1,7 @@
 """`make download`: the embedded model's local cache, and where the Hugging Face hub is reachable
 the profiles' hub weights and the full WikiText-2.
 
-Knows nothing about experiments; never prints a token.
+Knows nothing about experiments; never prints a token (a failure is its exception's type).
 """
 
 from __future__ import annotations
@@ -9,27 +9,20 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from specdec_lib.runner.context import PROFILES
+from huggingface_hub import snapshot_download
 
+from specdec_lib import profiles
+from specdec_lib.data import hub_offline, hub_reachable, load_wikitext
+from specdec_lib.models import ensure_embedded_cache
 
-def hub_reachable(timeout: float = 5.0) -> bool:
-    import socket
-
-    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0"):
-        return False
-    try:
-        socket.create_connection(("huggingface.co", 443), timeout=timeout).close()
-        return True
-    except OSError:
-        return False
+HUB_TIMEOUT_S = 5.0
+WEIGHT_FILES = ["*.json", "*.safetensors", "tokenizer*", "*.model"]
 
 
 def hub_models() -> list[str]:
     """Every hub id the profiles name (targets and model: drafts)."""
-    from specdec_lib import profiles
-
     ids: list[str] = []
-    good, bad = profiles.all_profiles(PROFILES)
+    good, bad = profiles.all_profiles(profiles.PROFILES)
     for why in bad.values():
         print(f"skipping: {why}")
     for prof in good:
@@ -44,28 +37,13 @@ def hub_models() -> list[str]:
     return ids
 
 
-def download() -> int:
-    """Build the embedded model's cache; where the hub is reachable, fetch the profiles' hub
-    weights and the full WikiText-2 too."""
-    from specdec_lib.models import ensure_embedded_cache
-
-    print(f"embedded model: {ensure_embedded_cache(full_check=True)}")
-    if not hub_reachable():
-        print(
-            "the Hugging Face hub is unreachable from here: skipping the hub weights "
-            f"({', '.join(hub_models())}) and the full WikiText-2 dataset; the embedded and smoke "
-            "profiles need neither (run `make download` where the hub is reachable, e.g. Colab)"
-        )
-        return 0
-    from huggingface_hub import snapshot_download
-
+def download_weights() -> int:
+    """Fetch every profile's hub weights; the number that failed (one line each)."""
     failed = 0
     for repo in hub_models():
         try:
             path = snapshot_download(
-                repo,
-                token=os.environ.get("HF_TOKEN"),
-                allow_patterns=["*.json", "*.safetensors", "tokenizer*", "*.model"],
+                repo, token=os.environ.get("HF_TOKEN"), allow_patterns=WEIGHT_FILES
             )
             print(f"{repo}: {path}")
         except Exception as e:  # noqa: BLE001 - one line per failure, never the token
@@ -74,9 +52,22 @@ def download() -> int:
                 f"{repo}: not downloaded ({type(e).__name__}; gated models need HF_TOKEN and "
                 "an accepted licence)"
             )
-    try:
-        from specdec_lib.data import load_wikitext
+    return failed
 
+
+def download() -> int:
+    """Build the embedded model's cache; where the hub is reachable, fetch the profiles' hub
+    weights and the full WikiText-2 too."""
+    print(f"embedded model: {ensure_embedded_cache(full_check=True)}")
+    if hub_offline() or not hub_reachable(HUB_TIMEOUT_S):
+        print(
+            "the Hugging Face hub is unreachable from here: skipping the hub weights "
+            f"({', '.join(hub_models())}) and the full WikiText-2 dataset; the embedded and smoke "
+            "profiles need neither (run `make download` where the hub is reachable, e.g. Colab)"
+        )
+        return 0
+    failed = download_weights()
+    try:
         corpus = load_wikitext("datasets")
         print(f"WikiText-2 (datasets): {len(getattr(corpus, 'articles', corpus))} articles")
     except Exception as e:  # noqa: BLE001

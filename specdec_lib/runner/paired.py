@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 from specdec_lib.analysis.metrics import first_divergence, repeated_ngram_share
 from specdec_lib.config import SamplingConfig, SpecConfig
 from specdec_lib.core.cache import check_finite
+from specdec_lib.core.decode import Generation
 from specdec_lib.generate import Generator
 
 
@@ -72,6 +73,51 @@ def top2_margin(arm: Arm, ids: Sequence[int]) -> float:
     return float(top[0] - top[1])
 
 
+def prompt_row(
+    i: int, ref: PromptRef, arm: Arm, gen: Generation, base: Generation
+) -> dict[str, Any]:
+    """The row of one arm on prompt i: its generation `gen` and statistics, and its token
+    identity with the reference's generation `base` (where they diverge, at what top-2 margin
+    of the target's logits; one uncached forward)."""
+    st = gen.stats
+    div = first_divergence(base.tokens, gen.tokens)
+    margin = (
+        top2_margin(arm, list(ref.ids) + base.tokens[:div])
+        if div is not None and div < len(base.tokens)
+        else None
+    )
+    return {
+        "prompt": i,
+        "article": ref.article,
+        "anchor": ref.anchor,
+        "context_tokens": ref.context_tokens,
+        "prompt_tokens": len(ref.ids),
+        "method": arm.method.name,
+        "draft": arm.method.draft,
+        "k": arm.method.k if arm.method.draft != "none" else 0,
+        "use_cache": arm.method.use_cache,
+        "new_tokens": st.new_tokens,
+        "wall_s": st.wall_s,
+        "tokens_per_s": st.new_tokens / st.wall_s if st.wall_s > 0 else float("nan"),
+        "target_calls": st.target_calls,
+        "proposed": st.proposed,
+        "accepted": st.accepted,
+        "acceptance_rate": st.acceptance_rate,
+        "mean_accepted_length": st.mean_accepted_length,
+        "draft_s": st.draft_s,
+        "verify_s": st.verify_s,
+        "prefill_s": st.prefill_s,
+        "stopped_by": st.stopped_by,
+        "identical": div is None,
+        "divergence_pos": div,
+        "divergence_margin": margin,
+        "repetition_4gram": repeated_ngram_share(gen.tokens, 4, ref.ids),
+        "accepted_lengths": " ".join(map(str, st.accepted_lengths)),
+        "proposed_lengths": " ".join(map(str, st.proposed_lengths)),
+        "tokens": " ".join(map(str, gen.tokens)),
+    }
+
+
 def run_paired(
     arms: Sequence[Arm],
     prompts: Sequence[Any],
@@ -106,49 +152,12 @@ def run_paired(
         first_row = len(rows)
         order = [arms[(j + i) % len(arms)] for j in range(len(arms))]
         outs = {}
-        for arm in order:
+        for arm in order:  # every arm generates before any row is made (margins run after)
             spec = SpecConfig(arm.method.k, max_new_tokens)
             outs[arm.method.name] = arm.generator.generate_ids(list(ref.ids), spec, sampling)
         base = outs[arms[0].method.name]
         for arm in arms:
-            gen = outs[arm.method.name]
-            st = gen.stats
-            div = first_divergence(base.tokens, gen.tokens)
-            margin = (
-                top2_margin(arm, list(ref.ids) + base.tokens[:div])
-                if div is not None and div < len(base.tokens)
-                else None
-            )
-            row = {
-                "prompt": i,
-                "article": ref.article,
-                "anchor": ref.anchor,
-                "context_tokens": ref.context_tokens,
-                "prompt_tokens": len(ref.ids),
-                "method": arm.method.name,
-                "draft": arm.method.draft,
-                "k": arm.method.k if arm.method.draft != "none" else 0,
-                "use_cache": arm.method.use_cache,
-                "new_tokens": st.new_tokens,
-                "wall_s": st.wall_s,
-                "tokens_per_s": st.new_tokens / st.wall_s if st.wall_s > 0 else float("nan"),
-                "target_calls": st.target_calls,
-                "proposed": st.proposed,
-                "accepted": st.accepted,
-                "acceptance_rate": st.acceptance_rate,
-                "mean_accepted_length": st.mean_accepted_length,
-                "draft_s": st.draft_s,
-                "verify_s": st.verify_s,
-                "prefill_s": st.prefill_s,
-                "stopped_by": st.stopped_by,
-                "identical": div is None,
-                "divergence_pos": div,
-                "divergence_margin": margin,
-                "repetition_4gram": repeated_ngram_share(gen.tokens, 4, ref.ids),
-                "accepted_lengths": " ".join(map(str, st.accepted_lengths)),
-                "proposed_lengths": " ".join(map(str, st.proposed_lengths)),
-                "tokens": " ".join(map(str, gen.tokens)),
-            }
+            row = prompt_row(i, ref, arm, outs[arm.method.name], base)
             rows.append(row)
             if on_row is not None:
                 on_row(row)

@@ -7,33 +7,32 @@ Knows nothing about models beyond their tokenizer, or about what the prompts are
 
 from __future__ import annotations
 
-from typing import Any
-
+from specdec_lib.data import Article, Prompt, load_wikitext, make_prompts, split_articles
+from specdec_lib.models import LoadedModel
 from specdec_lib.runner.context import SPLIT_SEED, Study
 
-_CORPUS: dict[str, Any] = {}
+_EVAL: dict[str, list[Article]] = {}  # data source -> its eval articles, split once per process
 
 
-def eval_articles(S: Study):
-    from specdec_lib.data import load_wikitext, split_articles
-
+def eval_articles(S: Study) -> list[Article]:
+    """The eval half of the profile's data source (`data.split_articles`, seed SPLIT_SEED)."""
     src = S.profile.get("data_source", "auto")
-    if src not in _CORPUS:
-        _CORPUS[src] = split_articles(load_wikitext(src), seed=SPLIT_SEED)[1]
-    return _CORPUS[src]
+    if src not in _EVAL:
+        _EVAL[src] = split_articles(load_wikitext(src), seed=SPLIT_SEED)[1]
+    return _EVAL[src]
 
 
 def prompts_for(
     S: Study,
-    loaded,
+    loaded: LoadedModel,
     n: int,
     context: int,
     *,
     anchor_min: int | None = None,
     continuation_tokens: int = 0,
-):
-    from specdec_lib.data import make_prompts
-
+) -> list[Prompt]:
+    """n prompts of BOS + `context` eval tokens, at anchors seeded by the profile that do not
+    depend on the context when anchor_min is given (`data.make_prompts`)."""
     return make_prompts(
         loaded.tokenizer,
         eval_articles(S),

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from specdec_lib.analysis.single import headline_pair
+from specdec_lib import plots
+from specdec_lib.analysis.single import baseline_headline, headline_pair, identity_summary
 from specdec_lib.analysis.summary import summarize
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.store import ExperimentResult
@@ -22,7 +21,7 @@ from specdec_lib.runner.context import (
     make_arm,
     transformer_specs,
 )
-from specdec_lib.runner.execute import Run, execute, pair_figures, paired
+from specdec_lib.runner.execute import OnRow, Run, execute, pair_figures, paired
 from specdec_lib.runner.prompts import prompts_for
 
 
@@ -37,41 +36,60 @@ def single_config(S: Study, experiment: str, arms: dict[str, str]) -> dict[str, 
     }
 
 
+def bigram_specs(S: Study) -> dict[str, str]:
+    return {"bigram": S.profile["drafts"]["bigram"]}
+
+
+def baseline_config(S: Study) -> dict[str, Any]:
+    return single_config(S, "baseline", {})
+
+
+def bigram_config(S: Study) -> dict[str, Any]:
+    return single_config(S, "bigram", bigram_specs(S))
+
+
+def transformer_config(S: Study) -> dict[str, Any]:
+    """03's config: the pair's, plus the identity check's dtypes, prompts and tokens."""
+    cfg = single_config(S, "transformer_draft", transformer_specs(S))
+    ident = S.exp("transformer_draft").get("identity", {}) or {}
+    cfg["identity"] = {
+        "dtypes": list(ident.get("dtypes", [])),
+        "n_prompts": int(ident.get("n_prompts", 0)),
+        "max_new_tokens": int(ident.get("max_new_tokens", 0)),
+    }
+    return cfg
+
+
+# --------------------------------------------------------------------------- 01 baseline
+
+
 def run_baseline(S: Study) -> ExperimentResult:
     """01: the KV-cached autoregressive baseline: tokens/s and time per prompt."""
-    cfg = single_config(S, "baseline", {})
+    cfg = baseline_config(S)
+    return execute(S, "baseline", cfg, lambda on_row: _baseline(S, cfg, on_row))
 
-    def compute(on_row):
-        from specdec_lib import plots
 
-        loaded = load_target(S)
-        arms = build_arms(S, loaded, {}, cfg["k"])
-        prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
-        rows = paired(
-            arms,
-            prompts,
-            max_new_tokens=cfg["max_new_tokens"],
-            warmup=cfg["warmup"],
-            progress="baseline",
-            on_row=on_row,
-        )
-        sm = summarize(rows)
-        b = sm[BASELINE]
-        headline = {
-            "tokens_per_s": b["tokens_per_s"],
-            "wall_s": b["wall_s"],
-            "s_per_token": b["total_wall_s"] / b["new_tokens"] if b["new_tokens"] else None,
-            "n_prompts": b["n_prompts"],
-            "max_new_tokens": cfg["max_new_tokens"],
-            "context_tokens": cfg["context_tokens"],
-        }
-        return Run(
-            rows,
-            {"arms": sm, "headline": headline},
-            lambda d: plots.tokens_per_s(rows, d / "tokens_per_s.png"),
-        )
+def _baseline(S: Study, cfg: dict[str, Any], on_row: OnRow) -> Run:
+    loaded = load_target(S)
+    arms = build_arms(S, loaded, {}, cfg["k"])
+    prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
+    rows = paired(
+        arms,
+        prompts,
+        max_new_tokens=cfg["max_new_tokens"],
+        warmup=cfg["warmup"],
+        progress="baseline",
+        on_row=on_row,
+    )
+    sm = summarize(rows)
+    return Run(
+        rows,
+        {"arms": sm, "headline": baseline_headline(sm, cfg)},
+        lambda d: plots.tokens_per_s(rows, d / "tokens_per_s.png"),
+    )
 
-    return execute(S, "baseline", cfg, compute)
+
+# --------------------------------------------------------------------------- 02 .. 03 pairs
 
 
 def run_pair(S: Study, experiment: str, specs: dict[str, str]) -> ExperimentResult:
@@ -79,7 +97,7 @@ def run_pair(S: Study, experiment: str, specs: dict[str, str]) -> ExperimentResu
     return execute(S, experiment, cfg, lambda on_row: _pair(S, cfg, specs, on_row))
 
 
-def _pair(S: Study, cfg: dict[str, Any], specs: dict[str, str], on_row) -> Run:
+def _pair(S: Study, cfg: dict[str, Any], specs: dict[str, str], on_row: OnRow) -> Run:
     loaded = load_target(S)
     arms = build_arms(S, loaded, specs, cfg["k"])
     prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
@@ -98,70 +116,68 @@ def _pair(S: Study, cfg: dict[str, Any], specs: dict[str, str], on_row) -> Run:
 
 def run_bigram(S: Study) -> ExperimentResult:
     """02: the bigram drafter against its paired baseline."""
-    return run_pair(S, "bigram", {"bigram": S.profile["drafts"]["bigram"]})
+    return run_pair(S, "bigram", bigram_specs(S))
 
 
 def run_transformer_draft(S: Study) -> ExperimentResult:
     """03: the transformer draft(s) against the paired baseline, and greedy token identity of
-    the main draft per dtype (the profile's dtype and e.g. float32)."""
+    the main draft per dtype (the profile's and e.g. float32)."""
     specs = transformer_specs(S)
-    cfg = single_config(S, "transformer_draft", specs)
-    ident = S.exp("transformer_draft").get("identity", {}) or {}
-    cfg["identity"] = {
-        "dtypes": list(ident.get("dtypes", [])),
-        "n_prompts": int(ident.get("n_prompts", 0)),
-        "max_new_tokens": int(ident.get("max_new_tokens", 0)),
-    }
+    cfg = transformer_config(S)
+    return execute(S, "transformer_draft", cfg, lambda on_row: _transformer(S, cfg, specs, on_row))
 
-    def compute(on_row):
-        run = _pair(S, cfg, specs, on_row)
-        main = next(iter(specs))
-        by_dtype = {}
-        id_rows: list[dict[str, Any]] = []
-        main_dtype = str(load_target(S).dtype).removeprefix("torch.")
-        for dt_name in [main_dtype, *cfg["identity"]["dtypes"]]:
-            if dt_name in by_dtype:
-                continue
-            if dt_name == main_dtype:
-                rows = [r for r in run.rows if r["method"] == main]
-            else:
-                if not cfg["identity"]["n_prompts"]:
-                    continue
-                loaded = load_target(S, dtype=dt_name)
-                arms = [
-                    make_arm(S, loaded, BASELINE, "none", cfg["k"]),
-                    make_arm(S, loaded, main, specs[main], cfg["k"]),
-                ]
-                prompts = prompts_for(
-                    S, loaded, cfg["identity"]["n_prompts"], cfg["context_tokens"]
-                )
-                rows = paired(
-                    arms,
-                    prompts,
-                    max_new_tokens=cfg["identity"]["max_new_tokens"],
-                    warmup=cfg["warmup"],
-                    progress=f"identity {dt_name}",
-                    on_row=on_row,
-                    extra_cols={"dtype": dt_name},
-                )
-                id_rows += rows
-                rows = [r for r in rows if r["method"] == main]
-            by_dtype[dt_name] = {
-                "dtype": dt_name,
-                "n_prompts": len(rows),
-                "max_new_tokens": max((r["new_tokens"] for r in rows), default=0),
-                "identical_fraction": float(np.mean([bool(r["identical"]) for r in rows]))
-                if rows
-                else None,
-                "divergence_positions": [
-                    r["divergence_pos"] for r in rows if r["divergence_pos"] is not None
-                ],
-                "divergence_margins": [
-                    r["divergence_margin"] for r in rows if r["divergence_margin"] is not None
-                ],
-            }
-        run.summary["identity_by_dtype"] = by_dtype
-        run.extra = {"identity.csv": id_rows} if id_rows else None
-        return run
 
-    return execute(S, "transformer_draft", cfg, compute)
+def _transformer(S: Study, cfg: dict[str, Any], specs: dict[str, str], on_row: OnRow) -> Run:
+    run = _pair(S, cfg, specs, on_row)
+    by_dtype, id_rows = _identity(S, cfg, specs, run.rows, on_row)
+    run.summary["identity_by_dtype"] = by_dtype
+    run.extra = {"identity.csv": id_rows} if id_rows else None
+    return run
+
+
+def _identity(
+    S: Study,
+    cfg: dict[str, Any],
+    specs: dict[str, str],
+    rows: list[dict[str, Any]],
+    on_row: OnRow,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The main draft's greedy identity in the target's own dtype (from the pair's rows) and in
+    each further dtype of the config (a paired run of its own, when it has prompts), and the
+    further runs' rows (identity.csv)."""
+    main = next(iter(specs))
+    main_dtype = str(load_target(S).dtype).removeprefix("torch.")
+    by_dtype: dict[str, Any] = {}
+    id_rows: list[dict[str, Any]] = []
+    for dt_name in dict.fromkeys([main_dtype, *cfg["identity"]["dtypes"]]):
+        if dt_name == main_dtype:
+            mine = [r for r in rows if r["method"] == main]
+        elif not cfg["identity"]["n_prompts"]:
+            continue
+        else:
+            new = _identity_rows(S, cfg, main, specs[main], dt_name, on_row)
+            id_rows += new
+            mine = [r for r in new if r["method"] == main]
+        by_dtype[dt_name] = identity_summary(dt_name, mine)
+    return by_dtype, id_rows
+
+
+def _identity_rows(
+    S: Study, cfg: dict[str, Any], main: str, spec: str, dtype: str, on_row: OnRow
+) -> list[dict[str, Any]]:
+    """The baseline and the main draft paired in another dtype, on the identity's prompts."""
+    loaded = load_target(S, dtype=dtype)
+    arms = [
+        make_arm(S, loaded, BASELINE, "none", cfg["k"]),
+        make_arm(S, loaded, main, spec, cfg["k"]),
+    ]
+    prompts = prompts_for(S, loaded, cfg["identity"]["n_prompts"], cfg["context_tokens"])
+    return paired(
+        arms,
+        prompts,
+        max_new_tokens=cfg["identity"]["max_new_tokens"],
+        warmup=cfg["warmup"],
+        progress=f"identity {dtype}",
+        on_row=on_row,
+        extra_cols={"dtype": dtype},
+    )

@@ -8,22 +8,23 @@ token and every draft's guess at the last n positions of one sequence, with one 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from specdec_lib.analysis.agreement import CONTROL, EXIT, SEPARATE, SHARED
+from specdec_lib.core.cache import CachedLM
+from specdec_lib.drafters import Drafter, ModelDrafter
+from specdec_lib.drafters.self_draft import decoder_path
 from specdec_lib.errors import SpecdecError
 
 
-def exit_layers(drafter, target_model: torch.nn.Module) -> int | None:
+def exit_layers(drafter: Drafter, target_model: torch.nn.Module) -> int | None:
     """L when the drafter's model is the target's own embedding, first L decoder layers and
     final norm (the very same modules, as `drafters.self_draft.early_exit_model` builds them)
     followed by a head of its own or the target's; else None."""
-    from specdec_lib.drafters import ModelDrafter
-    from specdec_lib.drafters.self_draft import decoder_path
-
     if not isinstance(drafter, ModelDrafter):
         return None
     try:
@@ -38,50 +39,77 @@ def exit_layers(drafter, target_model: torch.nn.Module) -> int | None:
     return int(inner.config.num_hidden_layers) if same else None
 
 
-def draft_kind(drafter, target_model: torch.nn.Module) -> str:
+def draft_kind(drafter: Drafter, target_model: torch.nn.Module) -> str:
     """How a draft relates to the target: SHARED, EXIT, SEPARATE or CONTROL (bigram, n-gram)."""
-    from specdec_lib.drafters import ModelDrafter
-    from specdec_lib.drafters.adaptive import AdaptiveDrafter
-
-    if isinstance(drafter, AdaptiveDrafter):
-        return draft_kind(drafter.inner, target_model)
+    drafter = drafter.unwrapped()
     if not isinstance(drafter, ModelDrafter):
         return CONTROL
     n = exit_layers(drafter, target_model)
     if n is None:
         return SEPARATE
-    from specdec_lib.drafters.self_draft import decoder_path
-
-    return (
-        SHARED if n >= len(target_model.get_submodule(decoder_path(target_model)).layers) else EXIT
-    )
+    total = len(target_model.get_submodule(decoder_path(target_model)).layers)
+    return SHARED if n >= total else EXIT
 
 
-def _head_argmax(drafter, logits: torch.Tensor) -> list[int]:
+def _head_argmax(drafter: ModelDrafter, logits: torch.Tensor) -> list[int]:
     """logits [T, V_head] of a ModelDrafter -> its greedy token ids in the target's vocabulary."""
     vsize, tmap = drafter.lm.vocab_size, drafter.token_map
     best = (logits if vsize is None else logits[:, :vsize]).argmax(-1)  # [T]
     return (tmap[best] if tmap is not None else best).tolist()
 
 
-_TF_LMS: dict[int, Any] = {}
+# model -> its cache-free CachedLM (weakly keyed by the model object, never by id())
+_TF_LMS: weakref.WeakKeyDictionary[torch.nn.Module, CachedLM] = weakref.WeakKeyDictionary()
 
 
-def _tf_lm(model: torch.nn.Module, vocab_size: int | None = None):
+def _tf_lm(model: torch.nn.Module, vocab_size: int | None = None) -> CachedLM:
     """A cache-free CachedLM over model (its fast view on the CPU, as decoding runs it), kept
     per model so a view's packed weights are built once."""
-    from specdec_lib.core.cache import CachedLM
-
-    key = id(model)
-    if key not in _TF_LMS:
-        _TF_LMS[key] = CachedLM(model, use_cache=False, vocab_size=vocab_size)
-    return _TF_LMS[key]
+    if model not in _TF_LMS:
+        _TF_LMS[model] = CachedLM(model, use_cache=False, vocab_size=vocab_size)
+    return _TF_LMS[model]
 
 
-def _last_logits(lm, seq: Sequence[int], n: int) -> torch.Tensor:
+def _last_logits(lm: CachedLM, seq: Sequence[int], n: int) -> torch.Tensor:
     """The logits of the last n positions of seq through a cache-free CachedLM: [n, V]."""
     lm.reset()
     return lm.extend(list(seq), n)
+
+
+def _target_pass(
+    tlm: CachedLM, target_model: torch.nn.Module, seq: Sequence[int], n: int, exits: list[int]
+) -> tuple[list[int], dict[int, torch.Tensor]]:
+    """One target forward over seq: its greedy next token at the last n positions, and the
+    output of decoder layer L there for every L in exits ([1, n, H] each, by a hook)."""
+    captured: dict[int, torch.Tensor] = {}
+    hooks = []
+    layers = tlm.runner.get_submodule(decoder_path(target_model)).layers if exits else []
+    for L in exits:
+
+        def keep(_mod, _inp, out, L=L):
+            h = out[0] if isinstance(out, tuple) else out  # [1, S, H]
+            captured[L] = h[:, -n:]
+
+        hooks.append(layers[L - 1].register_forward_hook(keep))
+    try:
+        target_next = _last_logits(tlm, seq, n).argmax(-1).tolist()
+    finally:
+        for h in hooks:
+            h.remove()
+    return target_next, captured
+
+
+def _exit_guesses(
+    d: ModelDrafter, tlm: CachedLM, target_model: torch.nn.Module, hidden: torch.Tensor
+) -> list[int]:
+    """An exit draft's guesses from the target's layer output `hidden` [1, n, H]: through the
+    final norm and the target's own (fast) head where the draft uses it, else its own head."""
+    model = d.lm.model
+    head = tlm.runner.lm_head if model.lm_head is target_model.lm_head else d.lm.runner.lm_head
+    norm = model.get_submodule(decoder_path(target_model)).norm
+    with torch.inference_mode():
+        logits = head(norm(hidden))[0]  # [n, V_head]
+    return _head_argmax(d, logits)
 
 
 def teacher_forced_guesses(
@@ -94,48 +122,19 @@ def teacher_forced_guesses(
     One target forward. A draft that is the target's first L layers + final norm + a head
     (`exit_layers`) is read from the target's own layer-L output in that forward (a hook),
     through the final norm and the draft's head: the same weights on the same inputs as the
-    drafter's own forward. A bigram guesses from each position's token. Any other model drafter
-    gets one forward of its own."""
-    from specdec_lib.drafters import BigramDrafter, ModelDrafter
-    from specdec_lib.drafters.adaptive import AdaptiveDrafter
-
-    drafters = {m: (d.inner if isinstance(d, AdaptiveDrafter) else d) for m, d in drafters.items()}
-    from specdec_lib.drafters.self_draft import decoder_path
-
+    drafter's own forward. Any other model drafter gets one forward of its own; other drafters
+    (a bigram, say) guess through their own teacher forcing (`Drafter.predictor`)."""
+    drafters = {m: d.unwrapped() for m, d in drafters.items()}
     tlm = _tf_lm(target_model)
     exits = {m: exit_layers(d, target_model) for m, d in drafters.items()}
-    captured: dict[int, torch.Tensor] = {}
-    hooks = []
     wanted = sorted({e for e in exits.values() if e is not None})
-    layers = tlm.runner.get_submodule(decoder_path(target_model)).layers if wanted else []
-    for L in wanted:
-
-        def keep(_mod, _inp, out, L=L):
-            h = out[0] if isinstance(out, tuple) else out  # [1, S, H]
-            captured[L] = h[:, -n:]
-
-        hooks.append(layers[L - 1].register_forward_hook(keep))
-    try:
-        target_next = _last_logits(tlm, seq, n).argmax(-1).tolist()
-    finally:
-        for h in hooks:
-            h.remove()
+    target_next, captured = _target_pass(tlm, target_model, seq, n, wanted)
     guesses: dict[str, list[int]] = {}
     for m, d in drafters.items():
         if exits[m] is not None:
-            model = d.lm.model
-            # the target's own (fast) head where the draft uses it, else the draft's own head
-            head = (
-                tlm.runner.lm_head if model.lm_head is target_model.lm_head else d.lm.runner.lm_head
-            )
-            norm = model.get_submodule(decoder_path(target_model)).norm
-            with torch.inference_mode():
-                logits = head(norm(captured[exits[m]]))[0]  # [n, V_head]
-            guesses[m] = _head_argmax(d, logits)
-        elif isinstance(d, BigramDrafter):
-            guesses[m] = [d.next_of(int(t)) for t in seq[-n:]]
+            guesses[m] = _exit_guesses(d, tlm, target_model, captured[exits[m]])
         elif isinstance(d, ModelDrafter):
-            fed = d.embeddable(list(seq)) if hasattr(d, "embeddable") else list(seq)
+            fed = d.embeddable(list(seq))
             guesses[m] = _head_argmax(d, _last_logits(_tf_lm(d.lm.model), fed, n))
         elif callable(getattr(d, "predictor", None)) and d.predictor() is not None:
             guesses[m] = list(d.predictor()(list(seq)))[-n:]  # the drafter's own teacher forcing

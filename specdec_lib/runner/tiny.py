@@ -11,14 +11,23 @@ from collections import Counter
 from typing import Any
 
 import torch
+from tokenizers import Tokenizer, models, pre_tokenizers, processors
+from transformers import (
+    Gemma3Config,
+    Gemma3ForCausalLM,
+    Gemma3ForConditionalGeneration,
+    Gemma3TextConfig,
+    PreTrainedTokenizerFast,
+    SiglipVisionConfig,
+)
 
 from specdec_lib.data import BUNDLED_PATH
+from specdec_lib.models import LoadedModel, resolve_device
 
 TINY = "tiny-random"
 TINY_DRAFT = "tiny-random-draft"  # `model:tiny-random-draft`: the smoke-pair's draft
 
-
-_TINY_TOKENIZERS: dict[int, Any] = {}
+_TINY_TOKENIZERS: dict[int, Any] = {}  # vocabulary size -> its one tokenizer
 
 
 def tiny_tokenizer(vocab: int = 2048):
@@ -27,9 +36,6 @@ def tiny_tokenizer(vocab: int = 2048):
     draft share it."""
     if vocab in _TINY_TOKENIZERS:
         return _TINY_TOKENIZERS[vocab]
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
-
     text = BUNDLED_PATH.read_text(encoding="utf-8")
     specials = ["<pad>", "<eos>", "<bos>", "<unk>"]
     words = [w for w, _ in Counter(text.split()).most_common(vocab - len(specials))]
@@ -49,38 +55,10 @@ def tiny_tokenizer(vocab: int = 2048):
     return _TINY_TOKENIZERS[vocab]
 
 
-def tiny_random_model(
-    dtype: str = "float64",
-    *,
-    vocab: int = 2048,
-    hidden: int = 64,
-    layers: int = 4,
-    heads: int = 2,
-    seed: int = 0,
-    extra_vocab: int = 0,
-    conditional: bool = False,
-    device: str = "cpu",
-):
-    """A random-init Gemma 3 (a few layers, 64 wide) with a word-level tokenizer over the most
-    frequent words of the bundled WikiText-2 test split; offline and instant.
-
-    `extra_vocab` rows beyond the tokenizer's ids imitate Gemma 3 4B's larger vocabulary (262,208
-    ids beside the 1B's 262,144); `conditional` builds a `Gemma3ForConditionalGeneration` (the
-    class Gemma 3 4B loads as, with a tiny vision tower) instead of a `Gemma3ForCausalLM`."""
-    from transformers import (
-        Gemma3Config,
-        Gemma3ForCausalLM,
-        Gemma3ForConditionalGeneration,
-        Gemma3TextConfig,
-        SiglipVisionConfig,
-    )
-
-    from specdec_lib.models import LoadedModel, resolve_device
-
-    tokenizer = tiny_tokenizer(vocab)
-    n_ids = len(tokenizer) + int(extra_vocab)
+def text_config(n_ids: int, hidden: int, layers: int, heads: int) -> Gemma3TextConfig:
+    """A few Gemma 3 layers, sliding and full attention alternating, over n_ids ids."""
     kinds = ["sliding_attention", "full_attention"]
-    cfg = Gemma3TextConfig(
+    return Gemma3TextConfig(
         vocab_size=n_ids,
         hidden_size=hidden,
         intermediate_size=2 * hidden,
@@ -99,33 +77,60 @@ def tiny_random_model(
         bos_token_id=2,
         attn_implementation="sdpa",  # eager softmaxes in float32 even for float64 weights
     )
+
+
+def conditional_model(cfg: Gemma3TextConfig, n_ids: int) -> Gemma3ForConditionalGeneration:
+    """The text config inside a Gemma3ForConditionalGeneration with a tiny vision tower (the
+    class Gemma 3 4B loads as); its last three ids are the image tokens."""
+    vision = SiglipVisionConfig(
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        image_size=28,
+        patch_size=14,
+    )
+    top = Gemma3Config(
+        text_config=cfg,
+        vision_config=vision,
+        mm_tokens_per_image=4,
+        boi_token_index=n_ids - 3,
+        eoi_token_index=n_ids - 2,
+        image_token_index=n_ids - 1,
+        tie_word_embeddings=False,
+        attn_implementation="sdpa",
+    )
+    model = Gemma3ForConditionalGeneration(top)
+    model.generation_config.eos_token_id = 1
+    return model
+
+
+def tiny_random_model(
+    dtype: str = "float64",
+    *,
+    vocab: int = 2048,
+    hidden: int = 64,
+    layers: int = 4,
+    heads: int = 2,
+    seed: int = 0,
+    extra_vocab: int = 0,
+    conditional: bool = False,
+    device: str = "cpu",
+) -> LoadedModel:
+    """A random-init Gemma 3 (a few layers, 64 wide) with a word-level tokenizer over the most
+    frequent words of the bundled WikiText-2 test split; offline and instant.
+
+    `extra_vocab` rows beyond the tokenizer's ids imitate Gemma 3 4B's larger vocabulary (262,208
+    ids beside the 1B's 262,144); `conditional` builds a `Gemma3ForConditionalGeneration` (the
+    class Gemma 3 4B loads as, with a tiny vision tower) instead of a `Gemma3ForCausalLM`."""
+    tokenizer = tiny_tokenizer(vocab)
+    n_ids = len(tokenizer) + int(extra_vocab)
+    cfg = text_config(n_ids, hidden, layers, heads)
     torch.manual_seed(seed)
     tdtype = {"float64": torch.float64, "float32": torch.float32, "auto": torch.float64}.get(
         dtype, torch.float64
     )
-    if conditional:
-        vision = SiglipVisionConfig(
-            hidden_size=16,
-            intermediate_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            image_size=28,
-            patch_size=14,
-        )
-        top = Gemma3Config(
-            text_config=cfg,
-            vision_config=vision,
-            mm_tokens_per_image=4,
-            boi_token_index=n_ids - 3,
-            eoi_token_index=n_ids - 2,
-            image_token_index=n_ids - 1,
-            tie_word_embeddings=False,
-            attn_implementation="sdpa",
-        )
-        model = Gemma3ForConditionalGeneration(top)
-        model.generation_config.eos_token_id = 1
-    else:
-        model = Gemma3ForCausalLM(cfg)
+    model = conditional_model(cfg, n_ids) if conditional else Gemma3ForCausalLM(cfg)
     dev = resolve_device(device)
     model = model.to(device=dev, dtype=tdtype).eval()
     model.requires_grad_(False)

@@ -1,0 +1,91 @@
+"""The K sweep's summary (05): per fixed K the measured speedup beside Leviathan et al.'s
+prediction (per arm, calibrated, and pooled: one acceptance a and one cost ratio c for the pair,
+the medians over the fixed-K arms), the best K measured and predicted, and the adaptive-K arm.
+
+Torch-free; knows nothing about how the rows were measured or where they are written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from specdec_lib.analysis.summary import point
+from specdec_lib.analysis.theory import best_k, expected_speedup
+
+
+def k_row(k: int, s: dict[str, Any]) -> dict[str, Any]:
+    """The table row of the arm `k{k}` from its summary s."""
+    sp = s.get("speedup") or {}
+    return {
+        "k": k,
+        "method": f"k{k}",
+        "speedup": sp.get("value"),
+        "speedup_ci_low": sp.get("ci_low"),
+        "speedup_ci_high": sp.get("ci_high"),
+        "predicted_speedup_leviathan": s.get("predicted_speedup_leviathan"),
+        "predicted_speedup_calibrated": s.get("predicted_speedup_calibrated"),
+        "acceptance_rate": point(s.get("acceptance_rate")),
+        "per_token_acceptance_iid": s.get("per_token_acceptance_iid"),
+        "cost_ratio": s.get("cost_ratio"),
+        "mean_accepted_length": point(s.get("mean_accepted_length")),
+    }
+
+
+def pooled(table: list[dict[str, Any]]) -> tuple[float | None, float | None]:
+    """(a, c): the medians of the fixed-K arms' per-token acceptance and cost ratio."""
+    a_vals = [
+        t["per_token_acceptance_iid"] for t in table if t["per_token_acceptance_iid"] is not None
+    ]
+    c_vals = [t["cost_ratio"] for t in table if t["cost_ratio"] is not None]
+    a_pool = float(np.median(a_vals)) if a_vals else None
+    c_pool = float(np.median(c_vals)) if c_vals else None
+    return a_pool, c_pool
+
+
+def adaptive_summary(
+    rows: list[dict[str, Any]], arms: dict[str, Any], schedule: dict[str, Any]
+) -> dict[str, Any]:
+    """The adaptive arm: its schedule, the mean K it proposed (empty proposals left out), its
+    speedup, acceptance and accepted length."""
+    props = [
+        int(x)
+        for r in rows
+        if r["method"] == "adaptive"
+        for x in str(r["proposed_lengths"]).split()
+    ]
+    s = arms["adaptive"]
+    return {
+        **schedule,
+        "mean_k_used": float(np.mean([p for p in props if p > 0])) if props else None,
+        "speedup": s.get("speedup"),
+        "acceptance_rate": s.get("acceptance_rate"),
+        "mean_accepted_length": s.get("mean_accepted_length"),
+    }
+
+
+def k_sweep_summary(
+    rows: list[dict[str, Any]], arms: dict[str, Any], cfg: dict[str, Any]
+) -> dict[str, Any]:
+    """rows, their per-arm summary (`analysis.summary.summarize`) and the sweep's config -> its
+    summary.json."""
+    ks = cfg["ks"]
+    table = [k_row(k, arms[f"k{k}"]) for k in ks]
+    a_pool, c_pool = pooled(table)
+    known = a_pool is not None and c_pool is not None
+    a = min(max(a_pool, 0.0), 1.0) if known else None
+    for t in table:
+        t["predicted_speedup_pooled"] = expected_speedup(a, t["k"], c_pool) if known else None
+    meas = [t for t in table if t["speedup"] is not None]
+    best = max(meas, key=lambda t: t["speedup"]) if meas else None
+    adaptive = adaptive_summary(rows, arms, cfg["adaptive"])
+    headline = {
+        "best_k_measured": best["k"] if best else None,
+        "best_speedup_measured": best["speedup"] if best else None,
+        "best_k_predicted": best_k(a, c_pool, max(ks)) if known else None,
+        "pooled_per_token_acceptance": a_pool,
+        "pooled_cost_ratio": c_pool,
+        "adaptive_speedup": adaptive["speedup"],
+    }
+    return {"arms": arms, "ks": ks, "table": table, "adaptive": adaptive, "headline": headline}

@@ -1,2 +1,6 @@
-"""Running experiments: arms over prompts, paired and interleaved, into rows. Knows nothing about
-summaries, verdicts or how results are presented."""
+"""Running experiments (torch): the study's context (`context`: profile, loaded targets and
+drafters), arms over prompts paired and interleaved into rows (`paired`), one module per
+experiment that builds its config, arms and rows (`single`, `context_sweep`, `agreement`,
+`k_sweep`, `sampling`, `peers`; listed in `experiments`), and one path that reuses, computes,
+tracks and publishes a result (`execute`). Knows nothing about how rows are summarized
+(`analysis`) or presented (`reporting`, the book)."""

@@ -10,11 +10,11 @@ Knows nothing about models or the verifier.
 
 from __future__ import annotations
 
-from specdec_lib.drafters.base import Draft, Drafter
+from specdec_lib.drafters.base import Draft, Drafter, Wrapping
 from specdec_lib.errors import SpecdecError
 
 
-class AdaptiveDrafter(Drafter):
+class AdaptiveDrafter(Wrapping):
     name = "adaptive"
 
     def __init__(self, inner: Drafter, *, k_start: int = 4, k_min: int = 1, k_max: int = 8):
@@ -27,13 +27,13 @@ class AdaptiveDrafter(Drafter):
         self.k = k_start
         self.trace: list[int] = []  # the K in force at each proposal of the current sequence
 
-    def attach(self, target) -> None:
-        self.inner.attach(target)
+    def wrapped(self) -> Drafter:
+        return self.inner
 
     def begin(self, prompt: list[int]) -> None:
         self.k = self.k_start
         self.trace = []
-        self.inner.begin(prompt)
+        super().begin(prompt)
 
     def propose(self, seq, k, sampling, generator) -> Draft:
         k_now = min(k, self.k)
@@ -46,7 +46,7 @@ class AdaptiveDrafter(Drafter):
                 self.k = min(self.k + 1, self.k_max)  # the whole draft was taken: try longer
             elif 2 * n_accepted < n_proposed:
                 self.k = max(self.k - 1, self.k_min)  # rejected in its first half: shorter
-        self.inner.observe(seq, n_proposed, n_accepted)
+        super().observe(seq, n_proposed, n_accepted)
 
     def predictor(self):
         return self.inner.predictor()

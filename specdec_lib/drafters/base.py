@@ -7,7 +7,9 @@ drafters return `q=None`, a point mass. `observe` is called after every verifica
 accepted count and the sequence as it now stands, which is where an adaptive drafter adjusts
 itself. `attach` hands a drafter the target itself: the shared-body drafter runs the target's
 own layers on the target's own cache and returns their hidden states with the draft
-(`Draft.target_hidden`), so that verification only applies the LM head.
+(`Draft.target_hidden`), so that verification only applies the LM head. A drafter built around
+another one (a fallback, an adaptive schedule's inner drafter) is a `Wrapping` drafter: the hooks
+reach the one it wraps.
 
 Knows nothing about the verifier or the target model.
 """
@@ -82,6 +84,29 @@ class Drafter(ABC):
         """This drafter with its own KV cache on or off, sharing its weights; a drafter without
         a cache of its own returns itself."""
         return self
+
+
+class Wrapping(Drafter):
+    """A drafter that hands some or all of its proposals to another one, `wrapped()` (a
+    fallback, an inner drafter; None: none). attach, begin and observe reach the wrapped drafter
+    too, so that one which keeps state (the shared-body drafter's target, a schedule) sees every
+    sequence and every verification; a subclass that extends a hook calls super()."""
+
+    @abstractmethod
+    def wrapped(self) -> Drafter | None:
+        """The drafter this one hands proposals to (None: none)."""
+
+    def attach(self, target: CachedLM) -> None:
+        if (w := self.wrapped()) is not None:
+            w.attach(target)
+
+    def begin(self, prompt: list[int]) -> None:
+        if (w := self.wrapped()) is not None:
+            w.begin(prompt)
+
+    def observe(self, seq: list[int], n_proposed: int, n_accepted: int) -> None:
+        if (w := self.wrapped()) is not None:
+            w.observe(seq, n_proposed, n_accepted)
 
 
 class NoDrafter(Drafter):

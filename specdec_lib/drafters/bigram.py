@@ -16,6 +16,28 @@ from specdec_lib.drafters.registry import DraftContext, register
 from specdec_lib.errors import SpecdecError
 
 
+def top_successors(token_ids: Sequence[int], vocab_size: int, m: int) -> np.ndarray:
+    """[V, m] the m most frequent successors of each token in the fit data (ties by lower id),
+    -1 where fewer were seen."""
+    ids = np.asarray(token_ids, dtype=np.int64)
+    if ids.size < 2:
+        raise SpecdecError(
+            f"a bigram needs at least 2 tokens of fit data, got {ids.size}: check the fit split"
+        )
+    if ids.min() < 0 or ids.max() >= vocab_size:
+        raise SpecdecError(f"fit token ids must lie in [0, {vocab_size}): wrong tokenizer?")
+    uniq, counts = np.unique(ids[:-1] * vocab_size + ids[1:], return_counts=True)
+    prev, nxt = uniq // vocab_size, uniq % vocab_size
+    order = np.lexsort((nxt, -counts, prev))  # by prev, then count desc, then lowest id
+    prev, nxt = prev[order], nxt[order]
+    first = np.searchsorted(prev, prev, side="left")
+    rank = np.arange(prev.size) - first  # rank of each successor within its token
+    table = np.full((vocab_size, m), -1, dtype=np.int64)
+    keep = rank < m
+    table[prev[keep], rank[keep]] = nxt[keep]
+    return table
+
+
 class BigramDrafter(Drafter):
     name = "bigram"
 
@@ -25,22 +47,8 @@ class BigramDrafter(Drafter):
 
     @classmethod
     def fit(cls, token_ids: Sequence[int], vocab_size: int) -> BigramDrafter:
+        table = top_successors(token_ids, vocab_size, 1)[:, 0]  # [V]
         ids = np.asarray(token_ids, dtype=np.int64)
-        if ids.size < 2:
-            raise SpecdecError(
-                f"a bigram needs at least 2 tokens of fit data, got {ids.size}: check the fit split"
-            )
-        if ids.min() < 0 or ids.max() >= vocab_size:
-            raise SpecdecError(f"fit token ids must lie in [0, {vocab_size}): wrong tokenizer?")
-        keys = ids[:-1] * vocab_size + ids[1:]
-        uniq, counts = np.unique(keys, return_counts=True)
-        prev, nxt = uniq // vocab_size, uniq % vocab_size
-        order = np.lexsort((nxt, -counts, prev))  # by prev, then count desc, then lowest id
-        prev, nxt = prev[order], nxt[order]
-        first = np.ones(prev.size, dtype=bool)
-        first[1:] = prev[1:] != prev[:-1]
-        table = np.full(vocab_size, -1, dtype=np.int64)
-        table[prev[first]] = nxt[first]
         backoff = int(np.bincount(ids, minlength=vocab_size).argmax())
         return cls(table, backoff)
 

@@ -5,21 +5,21 @@ When the last tokens occur earlier in the sequence (longest n-gram first, most r
 overlapping copy: see `NgramDrafter`) the copy is proposed at the full K. When nothing matches,
 the fallback (the corpus bigram, say) proposes only `k_fallback` tokens: a chained bigram is right
 about one time in five for its first token and far less after that, so drafting it to K only
-makes verification longer. With verification nearly free (about 1.02 target steps per extra
-position in bfloat16 on the CPU) the copy pays at large K and the fallback at 1-2 tokens.
+makes verification longer. Where verification costs little per extra position (the bench
+measures it) the copy pays at large K and the fallback at 1-2 tokens.
 Lookup drafts are point masses; a shared-body fallback (`drafters.shared`) is returned whole,
 with its q and the target's hidden states. Knows nothing about models.
 """
 
 from __future__ import annotations
 
-from specdec_lib.drafters.base import Draft, Drafter
+from specdec_lib.drafters.base import Draft, Drafter, Wrapping
 from specdec_lib.drafters.ngram import NgramDrafter
 from specdec_lib.drafters.registry import DraftContext, ints, register
 from specdec_lib.errors import SpecdecError
 
 
-class LookupDrafter(Drafter):
+class LookupDrafter(Wrapping):
     name = "lookup"
 
     def __init__(
@@ -35,13 +35,8 @@ class LookupDrafter(Drafter):
         self.lookup = NgramDrafter(max_ngram=max_ngram, min_ngram=min_ngram)
         self.fallback, self.k_fallback = fallback, k_fallback
 
-    def attach(self, target) -> None:
-        if self.fallback is not None:
-            self.fallback.attach(target)
-
-    def begin(self, prompt: list[int]) -> None:
-        if self.fallback is not None:
-            self.fallback.begin(prompt)
+    def wrapped(self) -> Drafter | None:
+        return self.fallback
 
     def propose(self, seq, k, sampling, generator) -> Draft:
         tokens = self.lookup.lookup(seq, k)
@@ -54,10 +49,6 @@ class LookupDrafter(Drafter):
             raise SpecdecError("a lookup fallback must be deterministic (a point-mass drafter)")
         return Draft(list(extra.tokens)[: min(k, self.k_fallback)])
 
-    def observe(self, seq: list[int], n_proposed: int, n_accepted: int) -> None:
-        if self.fallback is not None:
-            self.fallback.observe(seq, n_proposed, n_accepted)
-
 
 def _lookup_args(rest: str) -> tuple[int, int]:
     """KFB (fallback tokens, 2 by default) and MIN (shortest n-gram, 1; at most 3)."""
@@ -69,13 +60,12 @@ def _lookup_args(rest: str) -> tuple[int, int]:
 
 def _fallback_of(name: str, ctx: DraftContext) -> Drafter | None:
     from specdec_lib.drafters.bigram import BigramDrafter
-    from specdec_lib.drafters.self_draft import SELF_KEEP
-    from specdec_lib.drafters.shared import shared_drafter
+    from specdec_lib.drafters.shared import shared_fallback
 
     if name == "lookup+bigram":
         return BigramDrafter.fit(ctx.fit_ids(), ctx.target.vocab_size)
-    if name == "lookup+shared":  # its head scaled down for models smaller than the embedded one
-        return shared_drafter(ctx, min(SELF_KEEP, max(ctx.target.vocab_size // 2, 1)))
+    if name == "lookup+shared":
+        return shared_fallback(ctx)
     return None
 
 

@@ -11,21 +11,34 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from specdec_lib.drafters.base import Draft, Drafter
+from specdec_lib.drafters.base import Draft, Drafter, Wrapping
 from specdec_lib.drafters.registry import DraftContext, ints, register
 from specdec_lib.errors import SpecdecError
 
 
+def match_starts(seq: np.ndarray, n: int) -> np.ndarray:
+    """Starts of every earlier occurrence of seq[-n:], ascending (one may overlap the suffix)."""
+    if seq.size <= n:
+        return np.empty(0, dtype=np.int64)
+    windows = sliding_window_view(seq[:-1], n)  # [len - n, n]; window j is seq[j : j + n]
+    return np.flatnonzero((windows == seq[-n:]).all(axis=1))
+
+
 def find_match(seq: np.ndarray, n: int) -> int:
     """Start of the most recent earlier occurrence of seq[-n:], or -1."""
-    if seq.size <= n:
-        return -1
-    windows = sliding_window_view(seq[:-1], n)  # [len - n, n]; window j is seq[j : j + n]
-    hits = np.flatnonzero((windows == seq[-n:]).all(axis=1))
+    hits = match_starts(seq, n)
     return int(hits[-1]) if hits.size else -1
 
 
-class NgramDrafter(Drafter):
+def copy_from(seq: list[int], start: int, k: int) -> list[int]:
+    """k tokens copied from seq[start:] (start < len(seq)); a copy that reaches the end runs into
+    itself (LZ77-style), so a loop of period P = len(seq) - start yields k tokens even when
+    P < k."""
+    period = len(seq) - start
+    return [seq[start + i % period] for i in range(k)]
+
+
+class NgramDrafter(Wrapping):
     name = "ngram"
 
     def __init__(self, max_ngram: int = 3, min_ngram: int = 1, fallback: Drafter | None = None):
@@ -35,16 +48,15 @@ class NgramDrafter(Drafter):
             )
         self.max_ngram, self.min_ngram, self.fallback = max_ngram, min_ngram, fallback
 
+    def wrapped(self) -> Drafter | None:
+        return self.fallback
+
     def lookup(self, seq: list[int], k: int) -> list[int]:
         arr = np.asarray(seq, dtype=np.int64)
         for n in range(self.max_ngram, self.min_ngram - 1, -1):
             j = find_match(arr, n)
-            if j >= 0:
-                ext = list(seq)
-                start = j + n  # < len(seq): the match ends before the current suffix does
-                for i in range(k):
-                    ext.append(ext[start + i])
-                return ext[len(seq) :]
+            if j >= 0:  # j + n < len(seq): the match ends before the current suffix does
+                return copy_from(seq, j + n, k)
         return []
 
     def propose(self, seq, k, sampling, generator) -> Draft:

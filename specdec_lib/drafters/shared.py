@@ -97,6 +97,12 @@ def shared_drafter(ctx: DraftContext, keep: int) -> SharedBodyDrafter:
     return SharedBodyDrafter(frequent_ids(ctx.fit_ids(), v, min(keep, v)), v)
 
 
+def shared_fallback(ctx: DraftContext) -> SharedBodyDrafter:
+    """The shared-body drafter as another drafter's fallback (`lookup+shared`, `tree+shared`):
+    its head scaled down to half the vocabulary for models smaller than the embedded one."""
+    return shared_drafter(ctx, min(SELF_KEEP, max(ctx.target.vocab_size // 2, 1)))
+
+
 @register("shared", forms=("shared[:KEEP]",), parse=lambda rest: ints(rest, 1) or (SELF_KEEP,))
 def _shared(args, ctx: DraftContext) -> SharedBodyDrafter:
     return shared_drafter(ctx, args[0])

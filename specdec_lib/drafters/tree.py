@@ -21,32 +21,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from specdec_lib.core.tree import GREEDY_ONLY, build_tree
-from specdec_lib.drafters.base import Draft, Drafter
+from specdec_lib.drafters.base import Draft, Drafter, Wrapping
+from specdec_lib.drafters.bigram import top_successors
+from specdec_lib.drafters.ngram import copy_from, match_starts
 from specdec_lib.drafters.registry import DraftContext, ints, register
 from specdec_lib.errors import SpecdecError
-
-
-def top_successors(token_ids: Sequence[int], vocab_size: int, m: int) -> np.ndarray:
-    """[V, m] the m most frequent successors of each token in the fit data (ties by lower id),
-    -1 where fewer were seen."""
-    ids = np.asarray(token_ids, dtype=np.int64)
-    if ids.size < 2:
-        raise SpecdecError(f"a bigram needs at least 2 tokens of fit data, got {ids.size}")
-    if ids.min() < 0 or ids.max() >= vocab_size:
-        raise SpecdecError(f"fit token ids must lie in [0, {vocab_size}): wrong tokenizer?")
-    uniq, counts = np.unique(ids[:-1] * vocab_size + ids[1:], return_counts=True)
-    prev, nxt = uniq // vocab_size, uniq % vocab_size
-    order = np.lexsort((nxt, -counts, prev))
-    prev, nxt = prev[order], nxt[order]
-    first = np.searchsorted(prev, prev, side="left")
-    rank = np.arange(prev.size) - first  # rank of each successor within its token
-    table = np.full((vocab_size, m), -1, dtype=np.int64)
-    keep = rank < m
-    table[prev[keep], rank[keep]] = nxt[keep]
-    return table
 
 
 class CorpusIndex:
@@ -85,7 +66,7 @@ class CorpusIndex:
         return [list(c) for c in ranked[:m]]
 
 
-class TreeDrafter(Drafter):
+class TreeDrafter(Wrapping):
     name = "tree"
 
     def __init__(
@@ -111,17 +92,8 @@ class TreeDrafter(Drafter):
         self.fallback = fallback
         self.corpus, self.corpus_matches = corpus, corpus_matches
 
-    def attach(self, target) -> None:
-        if self.fallback is not None:
-            self.fallback.attach(target)
-
-    def begin(self, prompt: list[int]) -> None:
-        if self.fallback is not None:
-            self.fallback.begin(prompt)
-
-    def observe(self, seq: list[int], n_proposed: int, n_accepted: int) -> None:
-        if self.fallback is not None:
-            self.fallback.observe(seq, n_proposed, n_accepted)
+    def wrapped(self) -> Drafter | None:
+        return self.fallback
 
     @classmethod
     def fit(
@@ -144,15 +116,8 @@ class TreeDrafter(Drafter):
         chains: list[list[int]] = []
         seen: set[tuple[int, ...]] = set()
         for n in range(self.max_ngram, self.min_ngram - 1, -1):
-            if arr.size <= n:
-                continue
-            windows = sliding_window_view(arr[:-1], n)  # window j is seq[j : j + n]
-            hits = np.flatnonzero((windows == arr[-n:]).all(axis=1))[::-1]
-            for j in hits[: self.max_matches]:
-                ext = list(seq)
-                for i in range(k):
-                    ext.append(ext[int(j) + n + i])  # may run into itself: a loop
-                chain = ext[len(seq) :]
+            for j in match_starts(arr, n)[::-1][: self.max_matches]:  # most recent first
+                chain = copy_from(seq, int(j) + n, k)  # may run into itself: a loop
                 if tuple(chain) not in seen:
                     seen.add(tuple(chain))
                     chains.append(chain)
@@ -216,14 +181,18 @@ for _name in ("tree+shared", "tree+bigram"):
     def _tree_fb(args, ctx: DraftContext, _name: str = _name) -> TreeDrafter:
         """NODES nodes, else KFB tokens of the shared-body chain (`tree+shared`); `tree+bigram`
         has the bigram successors in its tree and no chain."""
-        from specdec_lib.drafters.self_draft import SELF_KEEP
-        from specdec_lib.drafters.shared import shared_drafter
+        from specdec_lib.drafters.shared import shared_fallback
 
         nodes, k_fb = args
-        v = ctx.target.vocab_size
-        fb = shared_drafter(ctx, min(SELF_KEEP, max(v // 2, 1))) if _name == "tree+shared" else None
+        fb = shared_fallback(ctx) if _name == "tree+shared" else None
         return TreeDrafter.fit(
-            ctx.fit_ids(), v, 2, corpus=True, max_nodes=nodes, k_fallback=k_fb, fallback=fb
+            ctx.fit_ids(),
+            ctx.target.vocab_size,
+            TREE_BRANCH,
+            corpus=True,
+            max_nodes=nodes,
+            k_fallback=k_fb,
+            fallback=fb,
         )
 
     register(_name, forms=(f"{_name}[:NODES[:KFB]]",), parse=_tree_fb_args, greedy_only=True)(

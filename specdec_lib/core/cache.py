@@ -193,8 +193,13 @@ class CachedLM:
                 use_cache=self.use_cache,
                 logits_to_keep=logits_to_keep,
             )
+        return self.call_logits(out, logits_to_keep)
+
+    def call_logits(self, out, n: int) -> torch.Tensor:
+        """Count a call of the runner and return the logits of its last n rows: [n, V], cut to
+        `vocab_size` and checked finite."""
         self.calls += 1
-        logits = out.logits[0, -logits_to_keep:]  # [n, V]
+        logits = out.logits[0, -n:]  # [n, V]
         if self.vocab_size is not None:
             logits = logits[:, : self.vocab_size]
         check_finite(logits, self.dtype)
@@ -252,12 +257,29 @@ class CachedLM:
 
     def rollback(self, n_keep: int) -> None:
         """Keep only the first n_keep tokens."""
-        drop = len(self.tokens) - n_keep
-        if drop < 0:
+        if n_keep > len(self.tokens):
             raise ValueError(f"cannot roll back to {n_keep} tokens: only {len(self.tokens)} cached")
+        self.keep(n_keep, [])
+
+    def keep(self, start: int, rows: list[int]) -> None:
+        """Keep the first `start` cached tokens followed by the given later rows (offsets from
+        start, in order: a tree call's accepted path), moved next to them; drop the rest.
+        `rollback(n)` is keep(n, []): a crop."""
+        same = 0  # rows already in place: [0, 1, ..] move nowhere
+        while same < len(rows) and rows[same] == same:
+            same += 1
+        n_keep, moved = start + same, [start + r for r in rows[same:]]
+        drop = len(self.tokens) - n_keep - len(moved)
         if drop == 0:
             return
-        del self.tokens[n_keep:]
+        if self.cache is not None and moved:
+            idx = torch.tensor(moved, dtype=torch.long, device=self.device)  # [m]
+            with torch.inference_mode():
+                for layer in self.cache.layers:
+                    for kv in (layer.keys, layer.values):  # [1, heads, cached, D]: a buffer view
+                        if kv is not None:
+                            kv[..., n_keep : n_keep + len(moved), :] = kv.index_select(-2, idx)
+        self.tokens[n_keep:] = [self.tokens[i] for i in moved]
         if self.cache is not None:
             self.cache.crop(-drop)
 

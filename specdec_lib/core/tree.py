@@ -10,8 +10,8 @@ per layer type. Row r's logits are then those of the sequence seq + (path to r),
 walk (from the root, follow the child whose token is the row's argmax) emits exactly what
 step-by-step greedy decoding emits, and the target's argmax after the last accepted node is the
 correction or bonus. The keys and values of the accepted path are then moved next to the cache
-(`compact`) and the rest cropped: the cache holds exactly seq + the accepted tokens, as after a
-chain verification.
+and the rest cropped (`CachedLM.keep`, the primitive a chain's rollback uses too): the cache holds
+exactly seq + the accepted tokens, as after a chain verification.
 
 Greedy only: at T > 0 a tree needs multi-draft rejection sampling (SpecInfer), which this module
 does not do; it refuses with a SpecdecError. On the CPU the tree call runs the fast view's linear
@@ -172,7 +172,7 @@ def _runner(lm: CachedLM) -> torch.nn.Module:
 @torch.inference_mode()
 def score_tree(lm: CachedLM, root: int, tree: Tree) -> torch.Tensor:
     """Append [root, *tree.tokens] to lm's cache (tree positions, tree mask); their logits:
-    [N + 1, V]. The cache then holds all N + 1 rows: `compact` keeps a path."""
+    [N + 1, V]. The cache then holds all N + 1 rows: `CachedLM.keep` keeps a path."""
     if not lm.use_cache:
         raise SpecdecError("tree verification needs the KV cache (use_cache=True)")
     if lm.cache is None:
@@ -192,37 +192,7 @@ def score_tree(lm: CachedLM, root: int, tree: Tree) -> torch.Tensor:
         logits_to_keep=n,
     )
     lm.tokens.extend([root, *tree.tokens])
-    lm.calls += 1
-    logits = out.logits[0, -n:]  # [n, V]
-    if lm.vocab_size is not None:
-        logits = logits[:, : lm.vocab_size]
-    from specdec_lib.core.cache import check_finite
-
-    check_finite(logits, lm.dtype)
-    return logits
-
-
-@torch.inference_mode()
-def compact(lm: CachedLM, start: int, rows: list[int]) -> None:
-    """Keep, after the first `start` cached tokens, only the given rows of the last call (in
-    order), moved next to the prefix; drop the rest."""
-    idx = torch.tensor([start + r for r in rows], dtype=torch.long, device=lm.device)
-    tokens = [lm.tokens[start + r] for r in rows]
-    for layer in getattr(lm.cache, "layers", []):
-        kbuf = getattr(layer, "_kbuf", None)
-        if kbuf is not None:  # a GrowingLayer: move inside the buffer, then crop
-            for buf in (layer._kbuf, layer._vbuf):
-                buf[..., start : start + len(rows), :] = buf.index_select(-2, idx)
-            layer.crop(start + len(rows) - layer.get_seq_length())
-        elif getattr(layer, "keys", None) is not None:
-            layer.keys = torch.cat(
-                [layer.keys[..., :start, :], layer.keys.index_select(-2, idx)], -2
-            )
-            layer.values = torch.cat(
-                [layer.values[..., :start, :], layer.values.index_select(-2, idx)], -2
-            )
-    del lm.tokens[start:]
-    lm.tokens.extend(tokens)
+    return lm.call_logits(out, n)  # [n, V]
 
 
 def greedy_walk(tree: Tree, argmax: list[int]) -> tuple[list[int], list[int], int]:
@@ -247,5 +217,5 @@ def verify_tree(lm: CachedLM, seq: list[int], tree: Tree) -> tuple[list[int], in
         raise SpecdecError("the target's cache does not hold the sequence but its last token")
     logits = score_tree(lm, seq[-1], tree)  # [N + 1, V]
     accepted, rows, nxt = greedy_walk(tree, logits.argmax(-1).tolist())
-    compact(lm, start, [0, *rows])
+    lm.keep(start, [0, *rows])  # the root and the accepted path, next to the prefix
     return accepted, nxt

@@ -32,14 +32,14 @@ greedy decoding bit for bit.
 The model itself is untouched: Hugging Face `generate` on the same model runs the stock path.
 
 Which dtype runs what: bfloat16/float16 with oneDNN packing are invariant by default (packing
-and attention make the step cheaper there, and the padding costs little: oneDNN's bf16 kernels
-take up to `ROWS` rows for about the price of one on AMX). float32 keeps the stock kernels and
-SDPA by default, because padding a decode step costs a lot there: the LM head's one-row
-product is a memory-bound matrix-vector kernel, and `ROWS` rows cost several times more on an
-AVX2 or AVX512 CPU. `invariant=True` (or $SPECDEC_INVARIANT=1) makes float32 invariant too;
-the tests run it on every CPU. `ROWS = 8` is the trade-off: a K <= 7 verification is one
-product, a decode step pays for 8 rows, a K = 8..15 verification pays two products.
-`python -m specdec_lib.core.fastpath --measure` times both paths per dtype (one JSON line).
+and attention make the step cheaper there, and oneDNN's packed bf16 kernels take a few rows for
+little more than one, so the padding costs little). float32 keeps the stock kernels and SDPA by
+default, because padding a decode step costs more there: the LM head's one-row product is a
+memory-bound matrix-vector kernel, and `ROWS` rows make it a matrix product. `invariant=True`
+(or $SPECDEC_INVARIANT=1) makes float32 invariant too; the tests run it on every CPU. `ROWS = 8`
+is the trade-off: a K <= 7 verification is one product, a decode step pays for 8 rows, a
+K = 8..15 verification pays two products. `python -m specdec_lib.core.fastpath --measure`
+times both paths per dtype (one JSON line).
 
 Knows nothing about caches' bookkeeping, sampling or drafters.
 """

@@ -10,9 +10,9 @@ windows (the LM head's product is what costs most on a CPU; the pruned-head self
 rarely the target's choice falls outside them), coarsened to the teacher's `top_k` ids plus one
 bucket for the rest of its mass (a lower bound of the KL, exact on those buckets). At inference
 the draft uses the full LM head. Training runs a
-fixed step and token budget (sized for about 10 minutes on 2 CPU cores in float32 with the
-embedded 270M target), one pass over distinct windows of `seq_len` tokens (BOS + text), AdamW with
-a linear warm-up and cosine decay, seeded.
+fixed step and token budget (its wall time on the machine that trained it is in the training
+record), one pass over distinct windows of `seq_len` tokens (BOS + text), AdamW with a linear
+warm-up and cosine decay, seeded.
 
 What it is: a small model of its own whose hidden states are its own computation, run on its own
 KV cache; its attention sees the context through its few layers only, so its guesses can drift

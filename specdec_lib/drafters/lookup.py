@@ -3,12 +3,12 @@ it does not.
 
 When the last tokens occur earlier in the sequence (longest n-gram first, most recent match, an
 overlapping copy: see `NgramDrafter`) the copy is proposed at the full K. When nothing matches,
-the fallback (the corpus bigram, say) proposes only `k_fallback` tokens: a chained bigram is right
-about one time in five for its first token and far less after that, so drafting it to K only
-makes verification longer. Where verification costs little per extra position (the bench
-measures it) the copy pays at large K and the fallback at 1-2 tokens.
-Lookup drafts are point masses; a shared-body fallback (`drafters.shared`) is returned whole,
-with its q and the target's hidden states. Knows nothing about models.
+the fallback (the corpus bigram, say) proposes only `k_fallback` tokens: a chained bigram is
+rarely right for its first token and far less often after that, so drafting it to K only makes
+verification longer. Where verification costs little per extra position (the bench measures it)
+the copy pays at large K and the fallback at 1-2 tokens. Lookup drafts are point masses; a
+shared-body fallback (`drafters.shared`) is returned whole, with its q and the target's hidden
+states. Knows nothing about models.
 """
 
 from __future__ import annotations

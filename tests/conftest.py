@@ -1,4 +1,5 @@
-"""Shared fixtures: tiny random-init Gemma 3 models, a fast fake LM and reference decoders.
+"""Shared fixtures: tiny random-init Gemma 3 models, a fast fake LM, reference decoders, a
+speculative decode with its stats checked, and the embedded model's WikiText setup.
 
 Nothing here downloads anything. The tiny Gemma models are built from a `Gemma3TextConfig` with a
 sliding window of 4 tokens and a mix of sliding and full attention layers, so that every
@@ -20,6 +21,8 @@ import pytest
 import torch
 from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
+from specdec_lib.core.cache import CachedLM
+from specdec_lib.core.decode import Generation, speculative_decode
 from specdec_lib.drafters.base import Draft, Drafter
 
 VOCAB = 96  # tiny Gemma vocabulary
@@ -237,6 +240,63 @@ def check_stats(gen, *, k: int, prompt_len: int, model_calls: int | None = None)
         assert hist[j] == sum(1 for n, d in zip(acc, prop, strict=True) if d and n == j)
     summary = s.summary(k)
     assert summary["new_tokens"] == s.new_tokens and summary["accepted_histogram"] == hist
+
+
+def speculate(
+    target: torch.nn.Module | CachedLM, drafter: Drafter, prompt: list[int], k: int, n: int, **kw
+) -> Generation:
+    """speculative_decode of n tokens on target (a model: in a fresh CachedLM) with every
+    GenStats invariant checked, its target calls against the forwards really made."""
+    lm = target if isinstance(target, CachedLM) else CachedLM(target)
+    gen = speculative_decode(lm, drafter, prompt, k=k, max_new_tokens=n, **kw)
+    check_stats(gen, k=k, prompt_len=len(prompt), model_calls=lm.calls)
+    return gen
+
+
+# ------------------------------------------------------------------ the embedded Gemma 3 270M
+
+
+def embedded_model(dtype: str):
+    """The embedded model on the CPU in dtype; skips where its package is not installed."""
+    from specdec_lib import models
+
+    if not models.embedded_available():
+        pytest.skip("the embedded model package is not installed")
+    return models.load_model("embedded", dtype=dtype, device="cpu")
+
+
+def wikitext_prompts_for(tokenizer, n: int, context_tokens: int = 20) -> list:
+    """n prompts from the bundled WikiText-2 eval articles (the split and prompts of seed 0)."""
+    from specdec_lib.data import load_wikitext, make_prompts, split_articles
+
+    _, eval_articles = split_articles(load_wikitext("bundled"), seed=0)
+    return make_prompts(tokenizer, eval_articles, n, context_tokens, seed=0)
+
+
+def greedy_cases(generator, prompts, new_tokens: int) -> list[tuple[list[int], list[int]]]:
+    """(prompt ids, the generator's greedy tokens) for each prompt, at K = 4."""
+    from specdec_lib.config import SamplingConfig, SpecConfig
+
+    cfg = SpecConfig(4, new_tokens)
+    return [
+        (list(p.ids), generator.generate_ids(list(p.ids), cfg, SamplingConfig()).tokens)
+        for p in prompts
+    ]
+
+
+def assert_same_greedy_tokens(spec, cases, new_tokens: int) -> None:
+    """spec's greedy tokens after each case's prompt are the case's, token for token (fewer only
+    at an EOS), and its drafter really drafted."""
+    from specdec_lib.config import SamplingConfig, SpecConfig
+
+    cfg = SpecConfig(4, new_tokens)
+    proposed = 0
+    for ids, want in cases:
+        got = spec.generate_ids(ids, cfg, SamplingConfig())
+        assert got.tokens == want
+        assert len(got.tokens) == new_tokens or got.stats.stopped_by == "eos"
+        proposed += got.stats.proposed
+    assert proposed > 0  # the drafter really drafted
 
 
 # ------------------------------------------------------------------------ the smoke batch

@@ -10,10 +10,10 @@ from conftest import (
     VOCAB,
     WINDOW,
     OracleDrafter,
-    check_stats,
     greedy_continuation,
     next_logits,
     random_prompt,
+    speculate,
     stepwise_greedy,
 )
 
@@ -34,14 +34,6 @@ N_NEW = 10
 # (prompt length, K): lengths 1..20, two length-1 prompts, every K in 1..8
 CASES = [(1, 3), (1, 8), (2, 1), (3, 5), (6, 2), (9, 7), (14, 4), (20, 6)]
 PROMPTS = [random_prompt(100 + i, n) for i, (n, _) in enumerate(CASES)]
-
-
-def run(target_model, drafter, prompt, k, n, **kw):
-    """speculative_decode on a fresh CachedLM; returns the generation and the forwards made."""
-    target = CachedLM(target_model)
-    gen = speculative_decode(target, drafter, prompt, k=k, max_new_tokens=n, **kw)
-    check_stats(gen, k=k, prompt_len=len(prompt), model_calls=target.calls)
-    return gen
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +65,7 @@ def test_greedy_speculative_matches_stepwise_greedy(name, target64, draft64, wid
     drafter = DRAFTERS[name](target64, draft64, wide_draft64, fit_ids)
     proposed = 0
     for prompt, (_, k) in zip(PROMPTS, CASES, strict=True):
-        gen = run(target64, drafter, prompt, k, N_NEW)
+        gen = speculate(target64, drafter, prompt, k, N_NEW)
         assert gen.tokens == greedy_continuation(target64, prompt, N_NEW), (name, prompt, k)
         assert gen.stats.stopped_by == "max_new_tokens"
         proposed += gen.stats.proposed
@@ -84,7 +76,7 @@ def test_greedy_speculative_matches_stepwise_greedy(name, target64, draft64, wid
 def test_greedy_speculative_matches_stepwise_greedy_float32(name, target32, draft32, fit_ids):
     drafter = DRAFTERS[name](target32, draft32, None, fit_ids)
     for prompt, (_, k) in list(zip(PROMPTS, CASES, strict=True))[::2]:
-        gen = run(target32, drafter, prompt, k, N_NEW)
+        gen = speculate(target32, drafter, prompt, k, N_NEW)
         assert gen.tokens == stepwise_greedy(target32, prompt, N_NEW), (name, prompt, k)
 
 
@@ -97,7 +89,7 @@ def test_rejection_at_every_position_still_lossless(k, wrong_at, target64):
     prompt, n = random_prompt(5, 6), 13
     ref = greedy_continuation(target64, prompt, n + k)
     drafter = OracleDrafter(prompt, ref, VOCAB, wrong_at=wrong_at)
-    gen = run(target64, drafter, prompt, k, n)
+    gen = speculate(target64, drafter, prompt, k, n)
     assert gen.tokens == ref[:n]
     s = gen.stats
     # the rejection really happened where it was forced, and everything before it was accepted
@@ -109,7 +101,7 @@ def test_rejection_at_every_position_still_lossless(k, wrong_at, target64):
 def test_exact_continuation_drafts_are_all_accepted_with_bonus(k, target64):
     prompt, n = random_prompt(6, 5), 20
     ref = greedy_continuation(target64, prompt, n + k)
-    gen = run(target64, OracleDrafter(prompt, ref, VOCAB), prompt, k, n)
+    gen = speculate(target64, OracleDrafter(prompt, ref, VOCAB), prompt, k, n)
     assert gen.tokens == ref[:n]
     s = gen.stats
     assert s.accepted_lengths == s.proposed_lengths
@@ -121,7 +113,7 @@ def test_all_wrong_drafts_still_lossless(target64):
     """A drafter that is always wrong costs time, never tokens."""
     prompt, n, k = random_prompt(8, 4), 9, 4
     ref = greedy_continuation(target64, prompt, n + k)
-    gen = run(target64, OracleDrafter(prompt, ref, VOCAB, wrong_at=0), prompt, k, n)
+    gen = speculate(target64, OracleDrafter(prompt, ref, VOCAB, wrong_at=0), prompt, k, n)
     assert gen.tokens == ref[:n]
     assert gen.stats.accepted == 0 and gen.stats.target_calls == 1 + n
 
@@ -146,7 +138,7 @@ def test_rollback_across_sliding_window_layers_is_lossless(
         SelfDrafter(target, n_layers=3, vocab_size=VOCAB),
     ]
     for drafter in drafters:
-        gen = run(target, drafter, prompt, k, n)
+        gen = speculate(target, drafter, prompt, k, n)
         assert gen.tokens == ref[:n], drafter.name
 
 
@@ -199,7 +191,7 @@ def test_eos_inside_an_accepted_draft_stops_exactly_there(target64):
     ref = greedy_continuation(target64, prompt, 40)
     m = eos_inside_draft(ref, k)
     eos = ref[m]
-    gen = run(target64, OracleDrafter(prompt, ref, VOCAB), prompt, k, 40, eos_ids=[eos])
+    gen = speculate(target64, OracleDrafter(prompt, ref, VOCAB), prompt, k, 40, eos_ids=[eos])
     assert gen.tokens == stepwise_greedy(target64, prompt, 40, eos=eos) == ref[: m + 1]
     s = gen.stats
     assert s.stopped_by == "eos" and gen.tokens[-1] == eos
@@ -213,7 +205,7 @@ def test_eos_as_correction_token_stops(target64):
     ref = greedy_continuation(target64, prompt, 30)
     eos = next(t for i, t in enumerate(ref) if i >= 3 and t not in ref[:i])
     drafter = OracleDrafter(prompt, ref, VOCAB, wrong_at=0)  # every emitted token a correction
-    gen = run(target64, drafter, prompt, k, 30, eos_ids={eos, VOCAB + 5})
+    gen = speculate(target64, drafter, prompt, k, 30, eos_ids={eos, VOCAB + 5})
     assert gen.tokens == stepwise_greedy(target64, prompt, 30, eos=eos)
     assert gen.stats.stopped_by == "eos" and gen.stats.accepted_lengths[-1] == 0
 
@@ -222,7 +214,7 @@ def test_eos_with_model_drafter_matches_stepwise(target64, draft64):
     prompt = random_prompt(14, 3)
     ref = greedy_continuation(target64, prompt, 20)
     eos = ref[7]
-    gen = run(target64, ModelDrafter(draft64), prompt, 3, 20, eos_ids=[eos])
+    gen = speculate(target64, ModelDrafter(draft64), prompt, 3, 20, eos_ids=[eos])
     assert gen.tokens == stepwise_greedy(target64, prompt, 20, eos=eos)
     assert gen.stats.stopped_by == "eos"
 
@@ -232,7 +224,7 @@ def test_eos_in_the_prompt_does_not_stop(target64):
     ref = greedy_continuation(target64, prompt, n)
     eos = [t for t in prompt if t not in ref]
     assert eos, "every prompt token reappears: change the prompt"
-    gen = run(target64, NgramDrafter(), prompt, 2, n, eos_ids=eos)
+    gen = speculate(target64, NgramDrafter(), prompt, 2, n, eos_ids=eos)
     assert gen.tokens == ref and gen.stats.stopped_by == "max_new_tokens"
 
 
@@ -262,10 +254,10 @@ def test_max_new_tokens_edges_give_exact_lengths(k, target64, draft64):
     ref = greedy_continuation(target64, prompt, 3 * (k + 1) + 2)
     for n in (1, k, k + 1, 2 * (k + 1) + 1, 3 * (k + 1) - 1):
         for drafter in (OracleDrafter(prompt, ref, VOCAB), ModelDrafter(draft64)):
-            gen = run(target64, drafter, prompt, k, n)
+            gen = speculate(target64, drafter, prompt, k, n)
             assert gen.tokens == ref[:n], (k, n, drafter.name)
             assert all(d <= n - 1 for d in gen.stats.proposed_lengths)
-    gen = run(target64, OracleDrafter(prompt, ref, VOCAB), prompt, k, 1)
+    gen = speculate(target64, OracleDrafter(prompt, ref, VOCAB), prompt, k, 1)
     assert gen.stats.proposed == 0  # one token: nothing to draft, only the target's own
 
 
@@ -284,7 +276,7 @@ def test_overlong_draft_is_truncated_to_k(target64):
         def propose(self, seq, k_, sampling, generator):
             return super().propose(seq, k_ + 3, sampling, generator)
 
-    gen = run(target64, Greedy(prompt, ref, VOCAB), prompt, k, 7)
+    gen = speculate(target64, Greedy(prompt, ref, VOCAB), prompt, k, 7)
     assert gen.tokens == ref[:7]
     assert max(gen.stats.proposed_lengths) == k
 
@@ -298,15 +290,17 @@ def test_stats_are_consistent_across_drafters_and_prompts(target64, draft64, fit
     for drafter in drafters:
         for prompt_len, k in [(1, 4), (7, 3)]:
             prompt = random_prompt(19 + prompt_len, prompt_len)
-            gen = run(target64, drafter, prompt, k, 11)  # run() checks every invariant
+            gen = speculate(target64, drafter, prompt, k, 11)  # speculate() checks every invariant
             assert gen.stats.target_calls == len(gen.stats.accepted_lengths) + (prompt_len > 1)
-    # and under sampling, with EOS ids that may cut a draft short (run() checks either way)
+    # and under sampling, with EOS ids that may cut a draft short (speculate() checks either way)
     for seed in range(3):
         sampling = SamplingConfig(temperature=0.8, seed=seed)
-        gen = run(target64, ModelDrafter(draft64), [4, 5, 6], 3, 20, sampling=sampling)
+        gen = speculate(target64, ModelDrafter(draft64), [4, 5, 6], 3, 20, sampling=sampling)
         assert gen.stats.new_tokens == 20
         eos = gen.tokens[8:10]
-        cut = run(target64, ModelDrafter(draft64), [4, 5, 6], 3, 20, sampling=sampling, eos_ids=eos)
+        cut = speculate(
+            target64, ModelDrafter(draft64), [4, 5, 6], 3, 20, sampling=sampling, eos_ids=eos
+        )
         stop = min(gen.tokens.index(t) for t in eos) + 1
         assert cut.tokens == gen.tokens[:stop] and cut.stats.stopped_by == "eos"
 
@@ -363,12 +357,12 @@ def test_sampling_is_deterministic_for_a_seed(drafter, target64, draft64):
 
     def go(seed):
         s = SamplingConfig(temperature=0.8, seed=seed)
-        return run(target64, make(), prompt, 3, 15, sampling=s)
+        return speculate(target64, make(), prompt, 3, 15, sampling=s)
 
     a, b, c = go(1), go(1), go(2)
     assert a.tokens == b.tokens and comparable(a.stats) == comparable(b.stats)
     assert a.tokens != c.tokens  # the seed matters
     # an explicit generator seeded alike gives the same result as the config's seed
     s = SamplingConfig(temperature=0.8, seed=99)
-    d = run(target64, make(), prompt, 3, 15, sampling=s, generator=make_generator(1))
+    d = speculate(target64, make(), prompt, 3, 15, sampling=s, generator=make_generator(1))
     assert d.tokens == a.tokens

@@ -3,27 +3,19 @@
 from __future__ import annotations
 
 import pytest
-
-from specdec_lib.config import SamplingConfig, SpecConfig
+from conftest import assert_same_greedy_tokens, embedded_model, greedy_cases, wikitext_prompts_for
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def embedded():
-    from specdec_lib import models
-
-    if not models.embedded_available():
-        pytest.skip("the embedded model package is not installed")
-    return models.load_model("embedded", dtype="float32", device="cpu")
+    return embedded_model("float32")
 
 
 @pytest.fixture(scope="module")
 def wikitext_prompts(embedded):
-    from specdec_lib.data import load_wikitext, make_prompts, split_articles
-
-    _, eval_articles = split_articles(load_wikitext("bundled"), seed=0)
-    return make_prompts(embedded.tokenizer, eval_articles, 2, 20, seed=0)
+    return wikitext_prompts_for(embedded.tokenizer, 2)
 
 
 @pytest.mark.parametrize("draft", ["bigram", "ngram", "self"])
@@ -32,15 +24,7 @@ def test_greedy_speculation_equals_baseline_on_wikitext(embedded, wikitext_promp
 
     base = Generator.from_loaded(embedded, "none", data_source="bundled")
     spec = Generator.from_loaded(embedded, draft, data_source="bundled")
-    cfg, greedy = SpecConfig(4, 16), SamplingConfig()
-    proposed = 0
-    for p in wikitext_prompts:
-        want = base.generate_ids(list(p.ids), cfg, greedy)
-        got = spec.generate_ids(list(p.ids), cfg, greedy)
-        assert got.tokens == want.tokens
-        assert len(got.tokens) == 16 or got.stats.stopped_by == "eos"
-        proposed += got.stats.proposed
-    assert proposed > 0  # the drafter really drafted
+    assert_same_greedy_tokens(spec, greedy_cases(base, wikitext_prompts, 16), 16)
 
 
 def test_cli_generate_json_on_embedded(capsys):

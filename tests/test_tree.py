@@ -11,10 +11,11 @@ import torch
 from conftest import (
     VOCAB,
     WINDOW,
-    check_stats,
+    OracleDrafter,
     greedy_continuation,
     next_logits,
     random_prompt,
+    speculate,
     stepwise_greedy,
 )
 
@@ -22,7 +23,7 @@ from specdec_lib.config import SamplingConfig
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import speculative_decode
 from specdec_lib.core.tree import Tree, build_tree, clip_tree, tree_masks, verify_tree
-from specdec_lib.drafters.base import Draft, Drafter
+from specdec_lib.drafters.base import Draft
 from specdec_lib.drafters.tree import CorpusIndex, TreeDrafter, top_successors
 from specdec_lib.errors import SpecdecError
 
@@ -33,7 +34,7 @@ def wrong(tok: int, shift: int = 1) -> int:
     return (tok + shift) % VOCAB
 
 
-class OracleTree(Drafter):
+class OracleTree(OracleDrafter):
     """A tree around the target's greedy continuation: decoy branches first (so that the
     accepted nodes are not the first rows and must be moved), then the true chain of k tokens
     with a wrong sibling at every depth, the true chain made wrong at `wrong_at` if given."""
@@ -41,30 +42,17 @@ class OracleTree(Drafter):
     name = "oracle_tree"
 
     def __init__(self, prompt: list[int], continuation: list[int], wrong_at: int | None = None):
-        self.full = list(prompt) + list(continuation)
-        self.wrong_at = wrong_at
+        super().__init__(prompt, continuation, VOCAB, wrong_at)
 
     def propose(self, seq, k, sampling, generator) -> Draft:
-        pos = len(seq)
-        assert seq == self.full[:pos], "the decode left the greedy continuation"
-        true = self.full[pos : pos + k]
-        assert len(true) == k, "reference continuation too short for this test"
-        chain = list(true)
-        if self.wrong_at is not None and self.wrong_at < k:
-            chain[self.wrong_at] = wrong(chain[self.wrong_at])
+        chain = super().propose(seq, k, sampling, generator).tokens  # wrong at wrong_at
+        true = self.full[len(seq) : len(seq) + k]
         chains = [[wrong(true[0], 2), *true[1:]]]  # a decoy with the true tail
         for i in range(k):  # a wrong sibling at every depth, two tokens long
             chains.append([*chain[:i], wrong(chain[i], 3), wrong(chain[i], 4)])
         chains.append(chain)
         tree = build_tree([c[:k] for c in chains], 10_000)
         return Draft(tree.tokens, parents=tree.parents)
-
-
-def run(model, drafter, prompt, k, n, **kw):
-    target = CachedLM(model)
-    gen = speculative_decode(target, drafter, prompt, k=k, max_new_tokens=n, **kw)
-    check_stats(gen, k=k, prompt_len=len(prompt), model_calls=target.calls)
-    return gen, target
 
 
 # ----------------------------------------------------------------------------- the tree
@@ -111,7 +99,7 @@ def test_tree_speculation_matches_stepwise_greedy_with_a_rejection_at_every_bran
     at each depth in turn (wrong_at = k: never)."""
     prompt, n = random_prompt(31, 9), 17
     ref = greedy_continuation(target64, prompt, n + k)
-    gen, _ = run(target64, OracleTree(prompt, ref, wrong_at), prompt, k, n)
+    gen = speculate(target64, OracleTree(prompt, ref, wrong_at), prompt, k, n)
     assert gen.tokens == ref[:n] == stepwise_greedy(target64, prompt, n)
     s = gen.stats
     expect = k if wrong_at is None else wrong_at
@@ -121,7 +109,8 @@ def test_tree_speculation_matches_stepwise_greedy_with_a_rejection_at_every_bran
 def test_tree_speculation_in_float32_on_the_fast_path(target32):
     prompt, n, k = random_prompt(32, 12), 20, 5
     ref = greedy_continuation(target32, prompt, n + k)
-    gen, target = run(target32, OracleTree(prompt, ref, 3), prompt, k, n)
+    target = CachedLM(target32)
+    gen = speculate(target, OracleTree(prompt, ref, 3), prompt, k, n)
     assert target.fast and gen.tokens == ref[:n]
 
 
@@ -149,7 +138,7 @@ def test_eos_inside_an_accepted_branch_stops_exactly_there(target64):
     prompt, k = random_prompt(34, 7), 5
     ref = greedy_continuation(target64, prompt, 40)
     m = next(i for i in range(k + 2, len(ref)) if i % (k + 1) < k - 1 and ref[i] not in ref[:i])
-    gen, _ = run(target64, OracleTree(prompt, ref), prompt, k, 40, eos_ids=[ref[m]])
+    gen = speculate(target64, OracleTree(prompt, ref), prompt, k, 40, eos_ids=[ref[m]])
     assert gen.tokens == stepwise_greedy(target64, prompt, 40, eos=ref[m]) == ref[: m + 1]
     assert gen.stats.stopped_by == "eos"
 
@@ -159,7 +148,7 @@ def test_max_new_tokens_edges_give_exact_lengths(k, target64):
     prompt = random_prompt(35, 4)
     ref = greedy_continuation(target64, prompt, 3 * (k + 1) + 2)
     for n in (0, 1, k, k + 1, 2 * (k + 1) + 1):
-        gen, _ = run(target64, OracleTree(prompt, ref), prompt, k, n)
+        gen = speculate(target64, OracleTree(prompt, ref), prompt, k, n)
         assert gen.tokens == ref[:n], (k, n)
         assert all(d <= max(n - 1, 0) for d in gen.stats.proposed_lengths)
 
@@ -173,7 +162,7 @@ def test_tree_drafter_is_lossless_and_proposes_real_trees(target64):
     for i, k in enumerate([2, 4, 7]):
         prompt = random_prompt(50 + i, 10) * 2  # repeated: several earlier matches
         n = 24
-        gen, _ = run(target64, drafter, prompt, k, n)
+        gen = speculate(target64, drafter, prompt, k, n)
         assert gen.tokens == greedy_continuation(target64, prompt, n)
         branched += gen.stats.proposed > 0
     seq = random_prompt(60, 10) * 3

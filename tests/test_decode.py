@@ -1,6 +1,7 @@
 """The decode loop: greedy speculation reproduces stepwise greedy decoding token for token, with
 every drafter, forced rejections, full acceptance, sliding-window caches, EOS and length edges;
-cache rollback is exact; the stats add up; sampling is seed-deterministic."""
+cache rollback is exact; the stats add up; sampling is seed-deterministic; a wrapping drafter
+passes every hook on to the drafter it wraps."""
 
 from __future__ import annotations
 
@@ -21,11 +22,14 @@ from specdec_lib.config import SamplingConfig
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import GenStats, autoregressive_decode, speculative_decode, verify_step
 from specdec_lib.core.sampling import make_generator
-from specdec_lib.drafters.base import Draft, NoDrafter
+from specdec_lib.drafters.adaptive import AdaptiveDrafter
+from specdec_lib.drafters.base import Draft, Drafter, NoDrafter
 from specdec_lib.drafters.bigram import BigramDrafter
+from specdec_lib.drafters.lookup import LookupDrafter
 from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.drafters.ngram import NgramDrafter
 from specdec_lib.drafters.self_draft import SelfDrafter, frequent_ids
+from specdec_lib.drafters.tree import TreeDrafter
 from specdec_lib.errors import SpecdecError
 
 pytestmark = pytest.mark.usefixtures("single_thread")
@@ -366,3 +370,45 @@ def test_sampling_is_deterministic_for_a_seed(drafter, target64, draft64):
     s = SamplingConfig(temperature=0.8, seed=99)
     d = speculate(target64, make(), prompt, 3, 15, sampling=s, generator=make_generator(1))
     assert d.tokens == a.tokens
+
+
+# ---------------------------------------------------------------------------------------------
+# the hooks: attach, begin and observe reach a wrapped drafter
+
+
+class Recorder(Drafter):
+    """Proposes nothing; records the hooks that reached it."""
+
+    name = "recorder"
+
+    def __init__(self):
+        self.target, self.begun, self.observed = None, [], []
+
+    def attach(self, target) -> None:
+        self.target = target
+
+    def begin(self, prompt: list[int]) -> None:
+        self.begun.append(list(prompt))
+
+    def propose(self, seq, k, sampling, generator) -> Draft:
+        return Draft([])
+
+    def observe(self, seq: list[int], n_proposed: int, n_accepted: int) -> None:
+        self.observed.append(n_proposed)
+
+
+WRAPPERS = {
+    "lookup": lambda inner: LookupDrafter(inner),
+    "tree": lambda inner: TreeDrafter(fallback=inner),
+    "ngram": lambda inner: NgramDrafter(fallback=inner),
+    "adaptive": lambda inner: AdaptiveDrafter(inner),
+}
+
+
+@pytest.mark.parametrize("name", list(WRAPPERS))
+def test_a_wrapping_drafter_passes_every_hook_on(name, target64):
+    inner, prompt = Recorder(), random_prompt(24, 5)
+    target = CachedLM(target64)
+    gen = speculate(target, WRAPPERS[name](inner), prompt, 3, 8)
+    assert inner.target is target and inner.begun == [prompt]
+    assert inner.observed == gen.stats.proposed_lengths and inner.observed

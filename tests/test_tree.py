@@ -134,6 +134,23 @@ def test_cache_after_a_rejected_branch_holds_exactly_the_accepted_path(target64)
     torch.testing.assert_close(logits, next_logits(target64, prompt + ref[:3]), rtol=0, atol=1e-10)
 
 
+def test_an_accepted_first_branch_stays_in_place_and_the_rest_is_cropped(target64):
+    """The accepted path is the tree's first rows: nothing moves, the rejected rows are cropped,
+    and the next logits equal one uncached forward's."""
+    prompt = random_prompt(36, 3 * WINDOW)
+    ref = greedy_continuation(target64, prompt, 8)
+    lm = CachedLM(target64)
+    lm.reset()
+    lm.extend(prompt[:-1], 1)
+    tree = build_tree([[ref[0], ref[1], wrong(ref[2])], [wrong(ref[0]), ref[1]]], 99)
+    accepted, nxt = verify_tree(lm, prompt, tree)
+    assert (accepted, nxt) == (ref[:2], ref[2])
+    assert lm.tokens == prompt + ref[:2]
+    assert lm.cache.get_seq_length() == len(prompt) + 2
+    logits = lm.extend([ref[2]], 1)[0]
+    torch.testing.assert_close(logits, next_logits(target64, prompt + ref[:3]), rtol=0, atol=1e-10)
+
+
 def test_eos_inside_an_accepted_branch_stops_exactly_there(target64):
     prompt, k = random_prompt(34, 7), 5
     ref = greedy_continuation(target64, prompt, 40)

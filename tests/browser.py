@@ -1,11 +1,14 @@
 """Read a built book in headless Chromium, as a reader would: no new dependency.
 
 The book's html folder is served on 127.0.0.1 by a thread of this process; a small harness page
-(written into that folder) opens one page in a same-origin iframe, waits for MathJax to finish
-typesetting and for every image to load or fail, and writes what it found as JSON into its own
-DOM, which `chromium --headless --dump-dom` prints. Knows nothing about the book's content.
+(written into that folder) opens one page in a same-origin iframe (1200 px wide, or `width`: a
+phone's 390, say), waits for MathJax to finish typesetting and for every image to load or fail,
+and writes what it found as JSON into its own DOM, which `chromium --headless --dump-dom` prints:
+the text, the math, the images (with their natural and shown widths) and the layout (the
+page's scroll width against its viewport, and the elements that stick out, outside any box that
+scrolls or clips them). Knows nothing about the book's content.
 
-    python tests/browser.py HTML_DIR PAGE [PAGE...]      # prints one JSON report per page
+    python tests/browser.py HTML_DIR PAGE [PAGE...] [--width 390]   # one JSON report per page
     python tests/browser.py HTML_DIR PAGE --shot OUT.png [--width 412]   # a screenshot
 """
 
@@ -25,13 +28,34 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 HARNESS = "_specdec_browser_check.html"
-HARNESS_HTML = """<!doctype html><html><body><pre id="result">pending</pre>
+HARNESS_HTML = r"""<!doctype html><html><body><pre id="result">pending</pre>
 <iframe id="page" style="width:1200px;height:900px"></iframe>
 <script>
-const page = new URLSearchParams(location.search).get("page");
+const params = new URLSearchParams(location.search);
+const page = params.get("page");
 const frame = document.getElementById("page");
+if (params.get("width")) frame.style.width = params.get("width") + "px";
 const out = document.getElementById("result");
 function sleep(ms) { return new Promise(r => setTimeout(r, ms)); }
+function contained(w, e) {  // clipped or scrolled by an ancestor, or fixed: no page overflow
+  if (w.getComputedStyle(e).position === "fixed") return true;
+  for (let a = e.parentElement; a && a.tagName !== "BODY"; a = a.parentElement) {
+    const s = w.getComputedStyle(a);
+    if (s.overflowX !== "visible" || s.position === "fixed") return true;
+  }
+  return false;
+}
+function layout(w, d) {
+  const vw = d.documentElement.clientWidth;
+  const wide = Array.from(d.body.querySelectorAll("*")).filter(e => {
+    const r = e.getBoundingClientRect();
+    return r.width > 0 && r.right > vw + 2 && !contained(w, e);
+  }).slice(0, 8).map(e => e.tagName.toLowerCase() +
+    (typeof e.className === "string" && e.className.trim() ?
+      "." + e.className.trim().split(/\s+/).join(".") : "") +
+    " right=" + Math.round(e.getBoundingClientRect().right));
+  return {viewport: vw, inner: w.innerWidth, scroll: d.scrollingElement.scrollWidth, wide: wide};
+}
 async function check() {
   const w = frame.contentWindow, d = frame.contentDocument;
   let mathjax = "absent";
@@ -50,6 +74,11 @@ async function check() {
     mjx_errors: d.querySelectorAll("mjx-merror").length,
     images: imgs.length,
     broken: imgs.filter(im => !(im.complete && im.naturalWidth > 0)).map(im => im.src),
+    shown: imgs.filter(im => im.getBoundingClientRect().width > 0).map(im => ({
+      src: im.src.split("/").pop().slice(0, 60), natural: im.naturalWidth,
+      width: Math.round(im.getBoundingClientRect().width),
+      right: Math.round(im.getBoundingClientRect().right)})),
+    layout: layout(w, d),
     text: body.innerText,
   });
 }
@@ -108,10 +137,12 @@ def _chrome(args: list[str], timeout: float = 120) -> str:
     return proc.stdout
 
 
-def read_page(base: str, page: str, budget_ms: int = 30000) -> dict:
-    """What a reader's browser shows on one page (page: a path like 'book/math.html')."""
+def read_page(base: str, page: str, budget_ms: int = 30000, width: int | None = None) -> dict:
+    """What a reader's browser shows on one page (page: a path like 'book/math.html'), in a
+    viewport `width` CSS pixels wide (None: 1200)."""
+    query = f"page=/{page}" + (f"&width={width}" if width else "")
     dom = _chrome([f"--virtual-time-budget={budget_ms}", "--dump-dom",
-                   f"{base}/{HARNESS}?page=/{page}"])  # fmt: skip
+                   f"{base}/{HARNESS}?{query}"])  # fmt: skip
     m = re.search(r'<pre id="result">(.*?)</pre>', dom, re.S)
     if not m:
         return {"page": page, "error": "no result in the dumped DOM"}
@@ -151,7 +182,7 @@ def main(argv: list[str]) -> int:
                 screenshot(base, page, shot, width=width or 1280)
                 print(shot)
             else:
-                r = read_page(base, page)
+                r = read_page(base, page, width=width)
                 r["raw_math"] = raw_math(r.pop("text", ""))
                 print(json.dumps(r, indent=1))
     return 0

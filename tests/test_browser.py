@@ -1,5 +1,6 @@
 """The built book read in headless Chromium: math typeset by the book's own MathJax (no CDN, no
-network), no TeX source left in any page's text, every image loaded.
+network), no TeX source left in any page's text, every image loaded; on a phone's width nothing
+makes a page scroll sideways and figures scale down to the screen.
 
 One book is built per test session from synthetic results (tests/test_book.py's writer, plus an
 executed notebook with a figure and a Colab badge); the browser test is skipped with its reason
@@ -32,7 +33,7 @@ def _png() -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(2, 1.5))
+    fig, ax = plt.subplots(figsize=(8, 2.5))  # 800 px: wider than a phone
     ax.plot([0, 1], [0, 1])
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
@@ -108,6 +109,35 @@ def test_every_page_renders_its_math_and_images(book_html):
                 math = r
     assert not problems, "\n".join(problems)
     assert math["mathjax"] == "typeset" and math["math"] >= 50, math["math"]
+
+
+PHONE = 390  # CSS pixels: a phone held upright
+SLACK = 2  # px of rounding
+
+
+@needs_chromium
+def test_pages_fit_a_phone_screen(book_html):
+    """At 390 px no page is wider than the screen (a wide table, code or equation scrolls in its
+    own box, a long word wraps) and every image fits it; images wider than a phone by nature
+    are among them, so the scaling is really tested."""
+    problems, scaled = [], 0
+    with serve(book_html) as base:
+        for page in _pages():
+            r = read_page(base, page, width=PHONE)
+            if "error" in r:
+                problems.append(f"{page}: {r['error']}")
+                continue
+            lay = r["layout"]
+            assert PHONE - 20 <= lay["viewport"] <= PHONE, lay  # the page really was phone-wide
+            if lay["scroll"] > lay["viewport"] + SLACK:
+                wide, screen = lay["scroll"], lay["viewport"]
+                problems.append(f"{page}: {wide} px wide in a {screen} px screen: {lay['wide']}")
+            for im in r["shown"]:
+                if im["right"] > lay["viewport"] + SLACK or im["width"] > lay["viewport"]:
+                    problems.append(f"{page}: an image wider than the screen: {im}")
+                scaled += im["natural"] > lay["viewport"] >= im["width"]
+    assert not problems, "\n".join(problems)
+    assert scaled, "no image wider than a phone was shown scaled down"
 
 
 def _text(book_html: Path, page: str) -> str:

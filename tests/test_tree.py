@@ -114,35 +114,26 @@ def test_tree_speculation_in_float32_on_the_fast_path(target32):
     assert target.fast and gen.tokens == ref[:n]
 
 
-def test_cache_after_a_rejected_branch_holds_exactly_the_accepted_path(target64):
-    """Past the sliding window: the accepted nodes sit behind a decoy and a rejected sibling;
-    after compaction the cache is the sequence + accepted path, and the next logits equal one
-    uncached forward's."""
-    prompt = random_prompt(33, 5 * WINDOW)
-    ref = greedy_continuation(target64, prompt, 8)
-    lm = CachedLM(target64)
-    lm.reset()
-    lm.extend(prompt[:-1], 1)
-    tree = build_tree(
-        [[wrong(ref[0]), ref[1]], [ref[0], ref[1], wrong(ref[2]), ref[3]], [ref[0], ref[1]]], 99
-    )
-    accepted, nxt = verify_tree(lm, prompt, tree)
-    assert (accepted, nxt) == (ref[:2], ref[2])
-    assert lm.tokens == prompt + ref[:2]
-    assert lm.cache.get_seq_length() == len(prompt) + 2
-    logits = lm.extend([ref[2]], 1)[0]
-    torch.testing.assert_close(logits, next_logits(target64, prompt + ref[:3]), rtol=0, atol=1e-10)
+# the accepted nodes [ref[0], ref[1]] behind a decoy and a rejected sibling (moved next to the
+# prefix), or as the tree's first rows (kept in place, the rest cropped)
+BRANCHES = {
+    "moved": lambda r: [[wrong(r[0]), r[1]], [r[0], r[1], wrong(r[2]), r[3]], [r[0], r[1]]],
+    "in_place": lambda r: [[r[0], r[1], wrong(r[2])], [wrong(r[0]), r[1]]],
+}
 
 
-def test_an_accepted_first_branch_stays_in_place_and_the_rest_is_cropped(target64):
-    """The accepted path is the tree's first rows: nothing moves, the rejected rows are cropped,
+@pytest.mark.parametrize(("name", "seed", "length"), [("moved", 33, 5), ("in_place", 36, 3)])
+def test_cache_after_a_rejected_branch_holds_exactly_the_accepted_path(
+    name, seed, length, target64
+):
+    """Past the sliding window: after compaction the cache is the sequence + accepted path,
     and the next logits equal one uncached forward's."""
-    prompt = random_prompt(36, 3 * WINDOW)
+    prompt = random_prompt(seed, length * WINDOW)
     ref = greedy_continuation(target64, prompt, 8)
     lm = CachedLM(target64)
     lm.reset()
     lm.extend(prompt[:-1], 1)
-    tree = build_tree([[ref[0], ref[1], wrong(ref[2])], [wrong(ref[0]), ref[1]]], 99)
+    tree = build_tree(BRANCHES[name](ref), 99)
     accepted, nxt = verify_tree(lm, prompt, tree)
     assert (accepted, nxt) == (ref[:2], ref[2])
     assert lm.tokens == prompt + ref[:2]

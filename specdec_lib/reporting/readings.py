@@ -1,0 +1,358 @@
+"""What an executed experiment notebook shows: a reading generated from one result directory.
+
+`reading(path)` returns Markdown: what was run (model, dtype, device, arms, prompts, tokens), the
+headline numbers with their 95% intervals and n, a table with chosen columns (rounded, with units,
+no index, no empty cells), and each figure with a caption that says what to look at.
+`show(path)` displays it in a notebook. Reads only the files of results/SCHEMA.md; knows nothing
+about models, and judges nothing (verdicts are the book's, from rules written before the numbers).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+DASH = "–"
+
+WHAT = {
+    "baseline": "the KV-cached autoregressive baseline: one target call per generated token",
+    "bigram": "a bigram drafter (a table fitted on WikiText-2) against the paired baseline",
+    "transformer_draft": "a transformer draft against the paired baseline",
+    "context_sweep": "drafting at growing visible context, each context against its own baseline",
+    "context_sweep_nocache": "the context sweep with the KV cache off (every call re-reads "
+    "the whole sequence)",
+    "agreement": "teacher-forced agreement of draft and target on the same positions (no timing)",
+    "k_sweep": "the transformer draft at each draft length K, and an adaptive-K schedule",
+    "sampling": "lossless speculative sampling at temperature > 0",
+    "peers": "Hugging Face `generate` (greedy, prompt lookup, assisted) beside our decoders",
+}
+
+CAPTIONS = {
+    "tokens_per_s": "Tokens per second of each prompt under the baseline; the dashed line is the "
+    "median. The spread is the noise that every speedup interval has to beat.",
+    "speedup": "Speedup of each drafting arm over the baseline on the same prompts (total "
+    "baseline time / total arm time); whiskers: 95% paired-bootstrap interval. Above 1 is faster; "
+    "an interval that straddles 1 is no measured speedup.",
+    "position_acceptance": "Probability that draft position i is accepted given that positions "
+    "1..i-1 were. A flat line is what the i.i.d. model behind Leviathan et al.'s prediction "
+    "assumes; a falling one means long drafts pay off less than predicted.",
+    "accepted_histogram": "Accepted draft tokens per verification, as a share of verifications. "
+    "Mass at K is whole drafts accepted; mass at 0 is drafting time wasted.",
+    "time_split": "Where the seconds went, summed over prompts: prefill, drafting, verification "
+    "and the rest. A drafter pays its acceptance with the drafting bar.",
+    "speedup_vs_context": "Paired speedup at each context, each against the baseline at the same "
+    "context (bands: 95% intervals). A drafter that loses ground as context grows falls here.",
+    "acceptance_vs_context": "Acceptance rate (accepted / proposed) at each context (bands: 95% "
+    "intervals): the timing-free half of the speedup.",
+    "time_vs_context": "Total seconds per arm at each context. The baseline's own growth is "
+    "what a single baseline at one context hides.",
+    "earlier_style_vs_paired": "Dashed: speedup the earlier study's way (one baseline at the "
+    "reference context divided by each row's time); squares: paired with the same context. "
+    "Where the two part, the difference is the baseline's growth, not the drafter's.",
+    "agreement_vs_context": "Teacher-forced agreement: the share of positions where draft and "
+    "target pick the same next token from the same true prefix (bands: 95% intervals). No "
+    "timing enters it; a fall with context would be the divergence the earlier study proposed.",
+    "measured_vs_predicted": "Measured speedup per K (band: 95% interval) beside the predictions "
+    "from the measured acceptance and cost ratio; the dash-dotted line is adaptive K. Look at "
+    "where the measured curve peaks and how far the predictions sit from it.",
+    "sampling_speedup": "Speedup (left) and acceptance (right) of speculative sampling per "
+    "temperature, with 95% intervals.",
+    "distribution_check": "Total variation distance between the empirical distribution of the "
+    "first sampled token and the target's exact one, for speculative and plain sampling, with "
+    "chi-square p-values. Speculative sampling is lossless when its bar looks like plain "
+    "sampling's: both are sampling noise at this n.",
+    "peers_speed": "Tokens per second (median, 95% interval) of our decoders (blue) and Hugging "
+    "Face generate (orange) on the same prompts; the label is the share of outputs identical "
+    "to greedy.",
+}
+
+# (column, header, kind): kind "x" ratio, "%" share, "s" seconds, "n" count, "t" tokens/s, ""
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("context", "context (tokens)", "n"),
+    ("temperature", "temperature", ""),
+    ("k", "K", "n"),
+    ("method", "arm", ""),
+    ("draft", "draft", ""),
+    ("implementation", "implementation", ""),
+    ("n_prompts", "n (prompts)", "n"),
+    ("speedup", "speedup (95% CI)", "x"),
+    ("earlier_style_speedup", "earlier-study-style speedup", "x"),
+    ("predicted_speedup_leviathan", "predicted (Leviathan)", "x"),
+    ("predicted_speedup_calibrated", "predicted (calibrated)", "x"),
+    ("acceptance_rate", "acceptance (95% CI)", "%"),
+    ("agreement", "agreement (95% CI)", "%"),
+    ("mean_accepted_length", "tokens per target call", ""),
+    ("tokens_per_s", "tokens/s (95% CI)", "t"),
+    ("total_wall_s", "total time (s)", "s"),
+    ("identical_to_baseline", "identical to greedy", "%"),
+)
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def fmt(x: Any, kind: str = "") -> str:
+    """One number as the book prints it: ratios 2 decimals and x, shares as %, never 'nan'."""
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if not _finite(x):
+        return DASH if x is None or isinstance(x, float) else str(x)
+    if kind == "x":
+        return f"{x:.2f}x"
+    if kind == "%":
+        return f"{100 * x:.1f}%"
+    if kind == "s":
+        return f"{x:.2f}" if abs(x) < 100 else f"{x:.0f}"
+    if kind == "n":
+        return f"{x:g}"
+    if kind == "t":
+        return f"{x:.1f}"
+    return f"{x:.2f}" if isinstance(x, float) else str(x)
+
+
+def interval(point: Any, lo: Any, hi: Any, kind: str = "", n: Any = None) -> str:
+    """'1.06x [0.89x, 1.21x], n=20'; just the point when the interval is missing."""
+    if not _finite(point):
+        return DASH
+    if _finite(lo) and _finite(hi):
+        tail = f", n={int(n)}" if _finite(n) else ""
+        return f"{fmt(point, kind)} [{fmt(lo, kind)}, {fmt(hi, kind)}]{tail}"
+    return fmt(point, kind)
+
+
+def _ci(d: Any, kind: str) -> str:
+    if isinstance(d, dict):
+        return interval(d.get("value", d.get("median", d.get("mean"))), d.get("ci_low"),
+                        d.get("ci_high"), kind, d.get("n"))  # fmt: skip
+    return fmt(d, kind)
+
+
+def md_table(rows: Sequence[dict[str, str]]) -> str:
+    """A Markdown table: no index column, every cell filled."""
+    if not rows:
+        return ""
+    cols = list(dict.fromkeys(c for r in rows for c in r))
+    esc = lambda s: str(s).replace("|", "\\|")  # noqa: E731
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    lines += ["| " + " | ".join(esc(r.get(c, DASH)) for c in cols) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def table_rows(table: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
+    """A summary's flat table with the chosen columns, intervals joined, empty columns dropped."""
+    out: list[dict[str, str]] = []
+    for t in table:
+        row: dict[str, str] = {}
+        for col, head, kind in COLUMNS:
+            if col not in t:
+                continue
+            lo = t.get(f"{col}_ci_low", t.get("ci_low") if col == "agreement" else None)
+            hi = t.get(f"{col}_ci_high", t.get("ci_high") if col == "agreement" else None)
+            n = t.get("n_prompts")
+            row[head] = interval(t[col], lo, hi, kind, n) if _finite(t[col]) else fmt(t[col], kind)
+        out.append(row)
+    keep = [h for h in dict.fromkeys(h for r in out for h in r) if any(r[h] != DASH for r in out)]
+    return [{h: r.get(h, DASH) for h in keep} for r in out]
+
+
+def arm_rows(arms: dict[str, Any], config_arms: dict[str, str]) -> list[dict[str, str]]:
+    rows = []
+    for m, s in arms.items():
+        row = {
+            "arm": f"`{m}`",
+            "draft": f"`{config_arms.get(m, s.get('draft', DASH))}`",
+            "K": fmt(s.get("k"), "n"),
+            "n (prompts)": fmt(s.get("n_prompts"), "n"),
+            "tokens/s (median, 95% CI)": _ci(s.get("tokens_per_s"), "t"),
+            "speedup (95% CI)": _ci(s.get("speedup"), "x") if m != "baseline" else "1 (reference)",
+            "acceptance (95% CI)": _ci(s.get("acceptance_rate"), "%"),
+            "tokens per target call": _ci(s.get("mean_accepted_length"), ""),
+            "identical to greedy": fmt(s.get("identical_fraction"), "%"),
+        }
+        rows.append(row)
+    keep = [h for h in rows[0] if any(r[h] not in (DASH, "`none`") for r in rows)] if rows else []
+    return [{h: r[h] for h in keep} for r in rows]
+
+
+def _load(path: Path) -> tuple[dict, dict, dict]:
+    read = lambda name: json.loads((path / name).read_text(encoding="utf-8"))  # noqa: E731
+    return read("summary.json"), read("config.json"), read("env.json")
+
+
+def what_was_run(summary: dict, config: dict, env: dict) -> str:
+    exp = summary.get("experiment", "?")
+    arms = config.get("arms") or {}
+    parts = [
+        f"**What was run.** `{exp}`: {WHAT.get(exp, exp)}. Profile `{config.get('profile')}`, "
+        f"target `{config.get('target')}` in {env.get('dtype', config.get('dtype'))} on "
+        f"{env.get('device', config.get('device'))}"
+        + (f" ({env['cpu_model']})" if env.get("cpu_model") and env.get("device") == "cpu" else "")
+        + f"; n = {config.get('n_prompts')} prompts, {config.get('max_new_tokens')} new tokens "
+        "each",
+    ]
+    if config.get("context_tokens"):
+        parts.append(f", {config['context_tokens']} tokens of context")
+    for key, label in (("contexts", "contexts"), ("ks", "draft lengths K"),
+                       ("temperatures", "temperatures")):  # fmt: skip
+        if config.get(key):
+            parts.append(f", {label} {', '.join(str(v) for v in config[key])}")
+    parts.append(".")
+    if arms:
+        parts.append(" Arms: " + ", ".join(f"`{m}` (`{d}`)" for m, d in arms.items()) + ".")
+    if exp not in ("agreement",) and "arms" in config:
+        parts.append(
+            " Arms run interleaved per prompt after a warm-up; intervals are 95% bootstrap "
+            "intervals over prompts (paired for speedups)."
+        )
+    return "".join(parts)
+
+
+def _headline_arms(summary: dict) -> list[str]:
+    arms = summary.get("arms") or {}
+    out = []
+    for m, s in arms.items():
+        n = s.get("n_prompts")
+        if m == "baseline":
+            out.append(f"`baseline`: {_ci(s.get('tokens_per_s'), 't')} tokens/s (median, n = {n})")
+            continue
+        bits = [f"speedup {_ci(s.get('speedup'), 'x')}"]
+        if s.get("acceptance_rate"):
+            bits.append(f"acceptance {_ci(s.get('acceptance_rate'), '%')}")
+        bits.append(f"{fmt(s.get('identical_fraction'), '%')} of outputs identical to greedy")
+        out.append(f"`{m}`: " + ", ".join(bits) + f" (n = {n})")
+    return out
+
+
+def _headline_table(summary: dict, key: str, cell: str, unit: str) -> list[str]:
+    """Per non-baseline method: the first and last cell of a table (e.g. context 10 and 500)."""
+    by: dict[str, list[dict]] = {}
+    for t in summary.get("table", []):
+        if t.get("method", t.get("draft")) != "baseline":
+            by.setdefault(t.get("method", t.get("draft")), []).append(t)
+    out = []
+    for m, ts in by.items():
+        ts = [t for t in ts if _finite(t.get(key))]
+        if not ts:
+            continue
+        a, b = ts[0], ts[-1]
+        own = f"{key}_ci_low" in a
+        lo, hi = (f"{key}_ci_low", f"{key}_ci_high") if own else ("ci_low", "ci_high")
+        kind = "%" if key in ("agreement", "acceptance_rate") else "x"
+        out.append(
+            f"`{m}`: {unit} {interval(a[key], a.get(lo), a.get(hi), kind)} at {cell} "
+            f"{a.get(cell)}, {interval(b[key], b.get(lo), b.get(hi), kind)} at {cell} "
+            f"{b.get(cell)}" + (f" (n = {a['n_prompts']})" if a.get("n_prompts") else "")
+        )
+    return out
+
+
+def headline(summary: dict, config: dict) -> list[str]:
+    exp = summary.get("experiment")
+    if exp in ("context_sweep", "context_sweep_nocache"):
+        return _headline_table(summary, "speedup", "context", "speedup")
+    if exp == "agreement":
+        return _headline_table(summary, "agreement", "context", "agreement")
+    if exp == "k_sweep":
+        ts = [t for t in summary.get("table", []) if _finite(t.get("speedup"))]
+        out = []
+        if ts:
+            best = max(ts, key=lambda t: t["speedup"])
+            out.append(
+                f"best measured K = {best['k']}: speedup "
+                f"{interval(best['speedup'], best.get('speedup_ci_low'), best.get('speedup_ci_high'), 'x')}"  # noqa: E501
+                f" (n = {config.get('n_prompts')}); predicted (Leviathan) "
+                f"{fmt(best.get('predicted_speedup_leviathan'), 'x')}"
+            )
+        ad = summary.get("adaptive") or {}
+        if ad.get("speedup"):
+            span = "..".join(str(ad[k]) for k in ("k_min", "k_max") if ad.get(k) is not None)
+            out.append(f"adaptive K ({span or 'schedule'}): speedup {_ci(ad['speedup'], 'x')}")
+        return out
+    if exp == "sampling":
+        return [
+            f"`{t['method']}` at T = {t['temperature']}: speedup "
+            f"{interval(t.get('speedup'), t.get('speedup_ci_low'), t.get('speedup_ci_high'), 'x')}"
+            f", acceptance {interval(t.get('acceptance_rate'), t.get('acceptance_rate_ci_low'), t.get('acceptance_rate_ci_high'), '%')}"  # noqa: E501
+            for t in summary.get("table", [])
+            if t.get("method") != "baseline"
+        ]
+    return _headline_arms(summary)
+
+
+def _extra_tables(summary: dict) -> list[str]:
+    out = []
+    if ident := summary.get("identity_by_dtype"):
+        rows = [
+            {"dtype": d, "n (prompts)": fmt(v.get("n_prompts"), "n"),
+             "new tokens": fmt(v.get("max_new_tokens"), "n"),
+             "identical to greedy": fmt(v.get("identical_fraction"), "%"),
+             "first divergence (token positions)": ", ".join(
+                 str(p) for p in v.get("divergence_positions") or []) or DASH}
+            for d, v in ident.items()
+        ]  # fmt: skip
+        out.append("Greedy token identity of the draft arm per dtype (reduced precision can flip "
+                   "a near-tie between the two top logits):\n\n" + md_table(rows))  # fmt: skip
+    if checks := summary.get("distribution_check"):
+        rows = []
+        for t, chk in checks.items():
+            for m, c in chk.items():
+                if not isinstance(c, dict):
+                    continue
+                rows.append({
+                    "temperature": t, "sampler": m,
+                    "prompts x samples": f"{chk.get('n_prompts')} x "
+                    f"{chk.get('n_samples_per_prompt')}",
+                    "TVD": fmt(c.get("tvd"), ""), "chi-square": fmt(c.get("chi2"), ""),
+                    "dof": fmt(c.get("dof"), "n"), "p": fmt(c.get("p_value"), ""),
+                    "detectable TVD (80% power)": fmt(c.get("detectable_tvd"), ""),
+                    "TVD if unverified": fmt(c.get("tvd_unverified"), ""),
+                })  # fmt: skip
+        out.append("First sampled token against the target's exact distribution:\n\n"
+                   + md_table(rows))  # fmt: skip
+    return out
+
+
+def reading(path: Path) -> str:
+    """The Markdown reading of one result directory (without its figures)."""
+    path = Path(path)
+    summary, config, env = _load(path)
+    parts = [f"### `{summary.get('experiment')}`", what_was_run(summary, config, env)]
+    if hl := headline(summary, config):
+        parts.append("**Headline** (point estimate [95% interval]):\n\n"
+                     + "\n".join(f"- {h}" for h in hl))  # fmt: skip
+    if summary.get("table"):
+        rows = table_rows(summary["table"])
+        parts.append(md_table(rows))
+    elif summary.get("arms"):
+        parts.append(md_table(arm_rows(summary["arms"], config.get("arms") or {})))
+    parts += _extra_tables(summary)
+    files = sorted(p.name for p in path.iterdir() if p.suffix in (".csv", ".json"))
+    parts.append(
+        "Files: " + ", ".join(f"`{f}`" for f in files) + f" in `{path.parent.name}/{path.name}/` "
+        "(see `results/SCHEMA.md`)."
+    )
+    return "\n\n".join(parts)
+
+
+def figures(path: Path) -> list[tuple[Path, str]]:
+    """(png, caption) for each figure of a result directory."""
+    return [
+        (png, CAPTIONS.get(png.stem, png.stem.replace("_", " ")))
+        for png in sorted(Path(path).glob("figures/*.png"))
+    ]
+
+
+def show(path: Path, display: Callable[..., Any] | None = None) -> None:
+    """Display the reading, then each figure followed by its caption (in a notebook)."""
+    from IPython.display import Image, Markdown
+    from IPython.display import display as ipy_display
+
+    display = display or ipy_display
+    display(Markdown(reading(path)))
+    for i, (png, caption) in enumerate(figures(path), start=1):
+        display(Image(filename=str(png)))
+        display(Markdown(f"*Figure {i} (`{png.name}`).* {caption}"))

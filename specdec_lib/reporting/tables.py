@@ -1,0 +1,429 @@
+"""The book's tables, from a profile's results: ours in the earlier study's format, headline,
+K sweep, sampling, peers, identity, environment and config. Returns DataFrames of formatted
+strings (or None when the profile lacks the experiment). Knows nothing about decoding."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from specdec_lib.reporting.earlier import earlier_table
+from specdec_lib.reporting.format import _f, central, ci, ci_pct, finite, num, pct
+from specdec_lib.results.catalog import BASELINE, EXPERIMENTS
+from specdec_lib.results.read import Profile, Result, role_arm, sweep_table
+
+EARLIER_WAY = "speedup (earlier study's way)"
+
+
+def study_table(p: Profile) -> pd.DataFrame | None:
+    """Our rows in the earlier study's format (strategy, K, context, acceptance, time, speedup as
+    that study computed it), plus the paired speedup against the same context's own baseline.
+    From the cached context sweep when present, else from the bigram / transformer experiments."""
+    sweep = p.get("context_sweep")
+    t = sweep_table(sweep)
+    if t is not None:
+        ref = int((sweep.summary.get("earlier_style") or {}).get("reference_context", 20))
+        ref_wall = _f((sweep.summary.get("earlier_style") or {}).get("reference_total_wall_s"))
+        bigram, trans = role_arm(sweep, "bigram"), role_arm(sweep, "transformer")
+        out = []
+        base_at = t[t["method"] == BASELINE].set_index("context")
+        if ref in base_at.index:
+            b = base_at.loc[ref]
+            out.append(_study_row("baseline autoregressive", ref, b, ref_wall, True))
+        for arm, label, contexts in (
+            (bigram, "bigram", [ref]),
+            (trans, f"transformer draft ({trans})", sorted(t["context"].unique())),
+        ):
+            if arm is None:
+                continue
+            rows = t[t["method"] == arm].set_index("context")
+            for c in contexts:
+                if c in rows.index:
+                    out.append(_study_row(label, c, rows.loc[c], ref_wall, False))
+        return pd.DataFrame(out) if out else None
+    return _study_table_single(p)
+
+
+def beside_published(p: Profile) -> pd.DataFrame | None:
+    """study_table beside the published rows: each cell 'ours / reported' for the same strategy
+    and context (reported '-' where the earlier study has no such row)."""
+    ours = study_table(p)
+    if ours is None:
+        return None
+    pub = earlier_table()
+    pub_key = {(r["strategy"], r["context"]): r for r in pub.to_dict("records")}
+    out = []
+    for r in ours.to_dict("records"):
+        kind = r["strategy"].split(" (")[0]
+        q = pub_key.get((kind, r["context"]), {})
+        out.append(
+            {
+                "strategy": r["strategy"],
+                "K": r["K"],
+                "context": r["context"],
+                "acceptance: ours / reported": f"{r['acceptance']} / {q.get('acceptance', '-')}",
+                "time: ours / reported": f"{r['time']} / {q.get('time', '-')}",
+                "speedup, earlier way: ours / reported": (
+                    f"{r[EARLIER_WAY]} / {q.get('speedup (as reported)', '-')}"
+                ),
+                "speedup, paired (ours, 95% CI)": r["speedup, paired (95% CI)"],
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def _study_row(label: str, context: int, r: pd.Series, ref_wall: float, is_base: bool) -> dict:
+    """One row of study_table from a row of the sweep's flat table."""
+    k = None if is_base else r.get("k")
+    es = _f(r.get("earlier_style_speedup"))
+    if not finite(es) and finite(ref_wall):
+        es = ref_wall / _f(r.get("total_wall_s"))
+    paired = {
+        "value": r.get("speedup"),
+        "ci_low": r.get("speedup_ci_low"),
+        "ci_high": r.get("speedup_ci_high"),
+        "n": r.get("n_prompts"),
+    }
+    return {
+        "strategy": label,
+        "K": "-" if not k else str(int(k)),
+        "context": str(int(context)),
+        "acceptance": "-" if is_base else pct(r.get("acceptance_rate")),
+        "time": num(r.get("total_wall_s"), 2, " s"),
+        EARLIER_WAY: num(es, 2, "x"),
+        "speedup, paired (95% CI)": "1.00x (reference)" if is_base else ci(paired, 2, suffix="x"),
+        "baseline at this context": num(
+            r.get("baseline_total_wall_s", r.get("total_wall_s")), 2, " s"
+        ),
+    }
+
+
+def _study_table_single(p: Profile) -> pd.DataFrame | None:
+    out = []
+    for exp, role, label in (
+        ("bigram", "bigram", "bigram"),
+        ("transformer_draft", "transformer", "transformer draft"),
+    ):
+        res = p.get(exp)
+        if res is None:
+            continue
+        arm = role_arm(res, role) or next((a for a in res.arms if a != BASELINE), None)
+        if arm is None:
+            continue
+        s, b = res.arms[arm], res.arms.get(BASELINE, {})
+        ctx = _median_context(res)
+        if not out and b:
+            out.append(
+                {
+                    "strategy": "baseline autoregressive",
+                    "K": "-",
+                    "context": ctx,
+                    "acceptance": "-",
+                    "time": num(b.get("total_wall_s"), 2, " s"),
+                    EARLIER_WAY: "1.00x",
+                    "speedup, paired (95% CI)": "1.00x (reference)",
+                    "baseline at this context": num(b.get("total_wall_s"), 2, " s"),
+                }
+            )
+        out.append(
+            {
+                "strategy": label if role == "bigram" else f"{label} ({arm})",
+                "K": str(s.get("k", "-")),
+                "context": ctx,
+                "acceptance": pct(central(s.get("acceptance_rate"))),
+                "time": num(s.get("total_wall_s"), 2, " s"),
+                EARLIER_WAY: num(central(s.get("speedup")), 2, "x"),
+                "speedup, paired (95% CI)": ci(
+                    s.get("speedup"), 2, suffix="x", n=s.get("n_prompts")
+                ),
+                "baseline at this context": num(b.get("total_wall_s"), 2, " s"),
+            }
+        )
+    return pd.DataFrame(out) if out else None
+
+
+def _median_context(res: Result) -> str:
+    for c in ("context", "context_tokens"):
+        if c in res.rows.columns:
+            v = pd.to_numeric(res.rows[c], errors="coerce").dropna()
+            if len(v):
+                return str(int(v.median()))
+    return "n/a"
+
+
+def headline_table(p: Profile) -> pd.DataFrame | None:
+    """Speedup, acceptance rate, mean accepted length and identity per draft arm of the bigram and
+    transformer-draft experiments."""
+    out = []
+    for exp in ("bigram", "transformer_draft"):
+        res = p.get(exp)
+        if res is None:
+            continue
+        for arm, s in res.arms.items():
+            if arm == BASELINE:
+                continue
+            out.append(
+                {
+                    "arm (experiment)": f"{arm} ({exp})",
+                    "K": str(s.get("k")),
+                    "prompts": str(s.get("n_prompts")),
+                    "speedup": ci(s.get("speedup"), 2, suffix="x", n=s.get("n_prompts")),
+                    "acceptance rate": ci_pct(s.get("acceptance_rate"), n=s.get("n_prompts")),
+                    "mean accepted length": ci(
+                        s.get("mean_accepted_length"), 2, n=s.get("n_prompts")
+                    ),
+                    "c": num(s.get("cost_ratio"), 3),
+                    "identical": pct(s.get("identical_fraction"), 0),
+                }
+            )
+    return pd.DataFrame(out) if out else None
+
+
+def k_sweep_table(p: Profile) -> pd.DataFrame | None:
+    res = p.get("k_sweep")
+    if res is None or not res.summary.get("table"):
+        return None
+    t = pd.DataFrame(res.summary["table"]).sort_values("k")
+    return pd.DataFrame(
+        {
+            "K": t["k"].astype(int).astype(str),
+            "arm": t["method"],
+            "measured speedup (95% CI)": [
+                ci(
+                    {"value": r.speedup, "ci_low": r.speedup_ci_low, "ci_high": r.speedup_ci_high},
+                    2,
+                    suffix="x",
+                    n=getattr(r, "n_prompts", res.config.get("n_prompts")),
+                )
+                for r in t.itertuples()
+            ],
+            "predicted (Leviathan)": [num(x, 2, "x") for x in t["predicted_speedup_leviathan"]],
+            "predicted (calibrated)": [num(x, 2, "x") for x in t["predicted_speedup_calibrated"]],
+            "acceptance rate": [pct(x, 1) for x in t["acceptance_rate"]],
+            "a (i.i.d. fit)": [num(x, 3) for x in t["per_token_acceptance_iid"]],
+            "c": [num(x, 3) for x in t["cost_ratio"]],
+            "mean accepted length": [num(x, 2) for x in t["mean_accepted_length"]],
+        }
+    )
+
+
+def sampling_table(p: Profile) -> pd.DataFrame | None:
+    """Per temperature and arm: the paired speedup, the acceptance rate, and the first-token
+    distribution check (TVD, chi-square p, samples, and the smallest TVD the check detects)."""
+    res = p.get("sampling")
+    if res is None or not res.summary.get("table"):
+        return None
+    t = pd.DataFrame(res.summary["table"])
+    dist = res.summary.get("distribution_check") or {}
+    checked = role_arm(res, "transformer")  # results written before every arm was checked
+    out = []
+    for r in t.itertuples():
+        d = by_float_key(dist, r.temperature) or {}
+        is_spec = r.method != BASELINE
+        chk = d.get(r.method) or (d.get("speculative") if r.method == checked else None) or {}
+        n_samples = chk.get("n_samples", _f(d.get("n_samples_per_prompt")) * _f(d.get("n_prompts")))
+        out.append(
+            {
+                "temperature": num(r.temperature, 1),
+                "arm": r.method,
+                "speedup (95% CI)": "-"
+                if not is_spec
+                else ci(
+                    {
+                        "value": r.speedup,
+                        "ci_low": getattr(r, "speedup_ci_low", None),
+                        "ci_high": getattr(r, "speedup_ci_high", None),
+                    },
+                    2,
+                    suffix="x",
+                    n=getattr(r, "n_prompts", res.config.get("n_prompts")),
+                ),
+                "acceptance rate": "-" if not is_spec else pct(r.acceptance_rate, 1),
+                "first-token samples": num(n_samples, 0) if chk else "-",
+                "first-token TVD": num(chk.get("tvd"), 3) if chk else "-",
+                "chi-square p": num(chk.get("p_value"), 3) if chk else "-",
+                "detectable TVD (80% power)": num(chk.get("detectable_tvd"), 3) if chk else "-",
+                "TVD if unverified": num(chk.get("tvd_unverified"), 3) if chk and is_spec else "-",
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def by_float_key(d: dict[str, Any], x: Any) -> Any:
+    """d["0.7"] for x = 0.7 whatever the key's spelling ("0.7", "0.70")."""
+    for k, v in d.items():
+        if finite(k) and math.isclose(_f(k), _f(x)):
+            return v
+    return None
+
+
+def sampling_checks(p: Profile) -> dict[str, dict]:
+    res = p.get("sampling")
+    return (res.summary.get("distribution_check") or {}) if res else {}
+
+
+def peers_table(p: Profile) -> pd.DataFrame | None:
+    res = p.get("peers")
+    if res is None or not res.summary.get("table"):
+        return None
+    t = pd.DataFrame(res.summary["table"])
+    out = []
+    for r in t.to_dict("records"):
+        out.append(
+            {
+                "method": r.get("method"),
+                "implementation": r.get("implementation"),
+                "tokens/s (median, 95% CI)": ci(
+                    {
+                        "value": r.get("tokens_per_s"),
+                        "ci_low": r.get("tokens_per_s_ci_low"),
+                        "ci_high": r.get("tokens_per_s_ci_high"),
+                    },
+                    1,
+                    n=r.get("n_prompts", res.config.get("n_prompts")),
+                ),
+                "speedup vs our baseline": ci(
+                    {
+                        "value": r.get("speedup"),
+                        "ci_low": r.get("speedup_ci_low"),
+                        "ci_high": r.get("speedup_ci_high"),
+                    },
+                    2,
+                    suffix="x",
+                    n=r.get("n_prompts", res.config.get("n_prompts")),
+                ),
+                "speedup vs HF greedy": num(r.get("speedup_vs_hf_greedy"), 2, "x"),
+                "identical to our greedy": pct(r.get("identical_to_baseline"), 0),
+                "identical to HF greedy": pct(r.get("identical_to_hf_greedy"), 0),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def identity_table(p: Profile) -> pd.DataFrame | None:
+    res = p.get("transformer_draft")
+    ident = (res.summary.get("identity_by_dtype") or {}) if res else {}
+    if not ident:
+        return None
+    out = []
+    for dt, d in ident.items():
+        margins = [m for m in (d.get("divergence_margins") or []) if finite(m)]
+        pos = [x for x in (d.get("divergence_positions") or []) if finite(x)]
+        out.append(
+            {
+                "dtype": d.get("dtype", dt),
+                "prompts": str(d.get("n_prompts")),
+                "new tokens": str(d.get("max_new_tokens")),
+                "identical to greedy baseline": pct(d.get("identical_fraction"), 0),
+                "divergences": str(len(pos)),
+                "median position of first difference": num(np.median(pos), 0) if pos else "-",
+                "median top-2 margin there": num(np.median(margins), 3) if margins else "-",
+                "largest margin there": num(max(margins), 3) if margins else "-",
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def identity_sentence(p: Profile) -> str:
+    """One sentence per dtype: how many outputs matched greedy decoding, and the margins."""
+    res = p.get("transformer_draft")
+    ident = (res.summary.get("identity_by_dtype") or {}) if res else {}
+    parts = []
+    for dt, d in ident.items():
+        margins = [float(m) for m in (d.get("divergence_margins") or []) if finite(m)]
+        s = (
+            f"In `{d.get('dtype', dt)}`, {pct(d.get('identical_fraction'), 0)} of "
+            f"{d.get('n_prompts')} outputs are token-identical to greedy decoding"
+        )
+        if margins:
+            s += (
+                f"; where they differ, the target's top-2 margin at the first differing token "
+                f"has median {num(np.median(margins), 3)} (largest {num(max(margins), 3)})"
+            )
+        parts.append(s + ".")
+    return " ".join(parts)
+
+
+def identity_margins(p: Profile) -> dict[str, list[float]]:
+    res = p.get("transformer_draft")
+    ident = (res.summary.get("identity_by_dtype") or {}) if res else {}
+    return {
+        d.get("dtype", k): [float(m) for m in (d.get("divergence_margins") or []) if finite(m)]
+        for k, d in ident.items()
+    }
+
+
+def env_table(p: Profile) -> pd.DataFrame | None:
+    """One row per experiment: where and with what it ran."""
+    if p.empty:
+        return None
+    keys = [
+        "device",
+        "dtype",
+        "gpu",
+        "cpu_model",
+        "cpu_count",
+        "torch_threads",
+        "python",
+        "torch",
+        "transformers",
+        "git_commit",
+        "wall_s_experiment",
+    ]
+    out = []
+    for e in EXPERIMENTS:
+        r = p.get(e)
+        if r is None:
+            continue
+        row = {"experiment": e}
+        for k in keys:
+            v = r.env.get(k)
+            if k == "git_commit" and isinstance(v, str):
+                v = v[:12]
+            if k == "wall_s_experiment":
+                v = num(v, 0, " s")
+            row[k] = "-" if v is None else str(v)
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def config_table(p: Profile) -> pd.DataFrame | None:
+    if p.empty:
+        return None
+    keys = [
+        "target",
+        "dtype",
+        "device",
+        "data_source",
+        "seed",
+        "k",
+        "max_new_tokens",
+        "n_prompts",
+        "config_hash",
+    ]
+    out = []
+    for e in EXPERIMENTS:
+        r = p.get(e)
+        if r is None:
+            continue
+        row = {"experiment": e}
+        for k in keys:
+            v = r.config.get(k)
+            row[k] = "-" if v is None else str(v)
+        extra = {k: r.config[k] for k in ("contexts", "ks", "temperatures") if k in r.config}
+        row["sweep"] = "; ".join(f"{k}={v}" for k, v in extra.items()) or "-"
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def total_batch_seconds(p: Profile) -> float:
+    return float(
+        sum(
+            _f(r.env.get("wall_s_experiment"))
+            for r in p.results.values()
+            if finite(r.env.get("wall_s_experiment"))
+        )
+    )

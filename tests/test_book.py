@@ -582,17 +582,17 @@ def test_earlier_study_is_one_divisor():
 
 
 def test_load_profile_and_missing(synthetic):
-    full = report.load_profile("synthetic", synthetic)
+    full = report.load_results("synthetic", synthetic)
     assert full.has(*report.EXPERIMENTS)
-    part = report.load_profile("partial", synthetic)
+    part = report.load_results("partial", synthetic)
     assert part.has("baseline", "bigram") and not part.has("context_sweep")
     assert "context_sweep" in report.missing_note(part, "context_sweep")
-    assert report.load_profile("nothing", synthetic).empty
+    assert report.load_results("nothing", synthetic).empty
     assert report.profiles_with_results(synthetic, include=["synthetic"]) == ["synthetic"]
 
 
 def test_tables(synthetic):
-    p = report.load_profile("synthetic", synthetic)
+    p = report.load_results("synthetic", synthetic)
     t = report.study_table(p)
     assert t is not None and t.iloc[0]["strategy"] == "baseline autoregressive"
     assert len(t) == 2 + len(CONTEXTS)
@@ -609,13 +609,13 @@ def test_tables(synthetic):
         df = fn(p)
         assert df is not None and len(df), fn.__name__
         assert "|" in report.md_table(df)
-    part = report.load_profile("partial", synthetic)
+    part = report.load_results("partial", synthetic)
     assert report.study_table(part) is not None  # falls back to the single-context runs
     assert report.k_sweep_table(part) is None
 
 
 def test_verdicts_from_numbers(synthetic):
-    p = report.load_profile("synthetic", synthetic)
+    p = report.load_results("synthetic", synthetic)
     vs = {v.key: v for v in report.verdicts(p)}
     assert set(vs) == {"H1", "H2", "H3", "H4"}
     assert all(v.label in report.LABELS for v in vs.values())
@@ -634,7 +634,7 @@ def test_verdicts_from_numbers(synthetic):
     kn = report.key_numbers(p)
     assert kn is not None and (kn["n"].astype(str) != "").all() and (kn["95% CI"] != "n/a").all()
     assert "On synthetic on a CPU" in report.bottom_line(p)
-    part = report.load_profile("partial", synthetic)
+    part = report.load_results("partial", synthetic)
     labels = {v.key: v.label for v in report.verdicts(part)}
     assert labels == dict.fromkeys(("H1", "H2", "H3", "H4"), "not tested")
 
@@ -655,7 +655,7 @@ def test_stale_results_degrade_to_not_tested_with_a_rerun_note(synthetic, tmp_pa
     cfg = json.loads(cf.read_text())
     cfg.pop("primary", None)
     cf.write_text(json.dumps(cfg))
-    vs = {v.key: v for v in report.verdicts(report.load_profile("old", root))}
+    vs = {v.key: v for v in report.verdicts(report.load_results("old", root))}
     assert vs["H3"].label == vs["H4"].label == "not tested"
     assert "re-run" in vs["H3"].text and "re-run" in vs["H4"].text
 
@@ -687,7 +687,7 @@ def test_ci_arithmetic():
 
 
 def test_every_interval_in_the_tables_prints_its_n(synthetic):
-    p = report.load_profile("synthetic", synthetic)
+    p = report.load_results("synthetic", synthetic)
     for fn in (report.study_table, report.headline_table, report.k_sweep_table,
                report.sampling_table, report.peers_table):  # fmt: skip
         df = fn(p)
@@ -700,8 +700,8 @@ def test_every_interval_in_the_tables_prints_its_n(synthetic):
 
 
 def test_figures(synthetic):
-    p = report.load_profile("synthetic", synthetic)
-    part = report.load_profile("partial", synthetic)
+    p = report.load_results("synthetic", synthetic)
+    part = report.load_results("partial", synthetic)
     figs = [
         report.fig_acceptance_vs_context,
         report.fig_agreement_vs_context,

@@ -394,7 +394,7 @@ def test_the_book_refuses_a_damaged_result_and_marks_it(smoke_baseline, tmp_path
     assert code == 2
     assert "damaged results are not rendered: baseline (per_prompt.csv is missing)" in err
     assert not (tmp_path / "book" / "_build").exists()  # refused before building
-    prof = report.load_profile("smoke", root)
+    prof = report.load_results("smoke", root)
     assert "baseline" not in prof.results and "baseline" in prof.damaged
     assert "DAMAGED, not shown: `baseline` (per_prompt.csv is missing)" in report.missing_note(
         prof, "baseline"

@@ -21,12 +21,12 @@ from specdec_lib.reporting.verdicts import sweep_primary
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.read import (
     Profile,
-    Result,
     _context_col,
     role_arm,
     sweep_contexts,
     sweep_table,
 )
+from specdec_lib.results.store import ExperimentResult
 
 
 def show(fig: Any, dpi: int = 110) -> Any:
@@ -60,7 +60,7 @@ def _err(ax, x, v, lo, hi, label, marker="o", ls="-", color=None):
     return ax.errorbar(x, v, yerr=yerr, marker=marker, ls=ls, capsize=3, label=label, color=color)
 
 
-def _labels(p: Profile, res: Result | None) -> dict[str, str]:
+def _labels(p: Profile, res: ExperimentResult | None) -> dict[str, str]:
     names = {}
     if res is not None:
         for role in ("bigram", "transformer", "ngram"):

@@ -13,7 +13,8 @@ import pandas as pd
 from specdec_lib.reporting.earlier import earlier_table
 from specdec_lib.reporting.format import _f, central, ci, ci_pct, finite, num, pct
 from specdec_lib.results.catalog import BASELINE, EXPERIMENTS
-from specdec_lib.results.read import Profile, Result, role_arm, sweep_table
+from specdec_lib.results.read import Profile, role_arm, sweep_table
+from specdec_lib.results.store import ExperimentResult
 
 EARLIER_WAY = "speedup (earlier study's way)"
 
@@ -145,7 +146,7 @@ def _study_table_single(p: Profile) -> pd.DataFrame | None:
     return pd.DataFrame(out) if out else None
 
 
-def _median_context(res: Result) -> str:
+def _median_context(res: ExperimentResult) -> str:
     for c in ("context", "context_tokens"):
         if c in res.rows.columns:
             v = pd.to_numeric(res.rows[c], errors="coerce").dropna()

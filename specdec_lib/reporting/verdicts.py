@@ -26,7 +26,8 @@ from specdec_lib.analysis.rules import SUPPORTED as SUPPORTED_
 from specdec_lib.reporting.earlier import earlier_baseline_time, earlier_drop, earlier_recomputed
 from specdec_lib.reporting.format import _f, admonition, central, ci, ci_n, finite, num, pct
 from specdec_lib.results.catalog import BASELINE
-from specdec_lib.results.read import Profile, Result, sweep_contexts, sweep_table
+from specdec_lib.results.read import Profile, sweep_contexts, sweep_table
+from specdec_lib.results.store import ExperimentResult
 
 LABELS = rules.LABELS
 
@@ -228,20 +229,20 @@ def h2_single_baseline(p: Profile) -> Verdict:
     )
 
 
-def agreement_primary(res: Result) -> str | None:
+def agreement_primary(res: ExperimentResult) -> str | None:
     """H3's primary draft: the one the profile named before the run."""
     head = res.summary.get("headline") or {}
     prim = res.summary.get("primary") or res.config.get("primary")
     return prim if prim in head else None
 
 
-def divergent_drafts(res: Result) -> list[str]:
+def divergent_drafts(res: ExperimentResult) -> list[str]:
     """The agreement's drafts that do not share the target's hidden states (no bigram)."""
     kinds = res.summary.get("kinds") or {}
     return [d for d, k in kinds.items() if not k.startswith(("shares", "context-free", "control"))]
 
 
-def h3_per_draft(res: Result) -> pd.DataFrame | None:
+def h3_per_draft(res: ExperimentResult) -> pd.DataFrame | None:
     """Every draft's 10 -> 100 change in agreement and implied acceptance, with its own label
     under H3's rule (the verdict is the primary draft's)."""
     head = res.summary.get("headline") or {}
@@ -337,7 +338,7 @@ def h3_divergence(p: Profile) -> Verdict:
     )
 
 
-def sweep_primary(res: Result | None) -> str | None:
+def sweep_primary(res: ExperimentResult | None) -> str | None:
     """The timed sweep's draft that does not share the target's hidden states (H4's)."""
     if res is None:
         return None
@@ -350,7 +351,7 @@ def sweep_primary(res: Result | None) -> str | None:
     return None
 
 
-def _agreement_n(res: Result, arm: str) -> int | None:
+def _agreement_n(res: ExperimentResult, arm: str) -> int | None:
     """The documents behind an agreement change, for results written before it carried its n."""
     ns = [t.get("n_prompts") for t in res.summary.get("table") or [] if t.get("draft") == arm]
     return int(min(ns)) if ns and all(finite(x) for x in ns) else None

@@ -1,10 +1,10 @@
-"""Reading a profile's result directories back, for the book: `load_profile(name)` gives a
-`Profile` (experiment -> `Result`, and what is damaged), plus the roles and sweep tables every
-reader needs. Torch-free; knows nothing about decoding, tables or figures."""
+"""Reading a profile's result directories back, for the book: `load_results(profile)` gives a
+`Profile` (experiment -> `ExperimentResult` through `store.load_result`, and what is damaged),
+plus the roles and sweep tables every reader needs. Torch-free; knows nothing about decoding,
+tables or figures (and nothing about profile YAML files: that is `study.load_profile`)."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -13,15 +13,13 @@ from typing import Any
 
 import pandas as pd
 
+from specdec_lib.errors import SpecdecError
 from specdec_lib.results.catalog import EXPERIMENTS
 from specdec_lib.results.schema import result_problem
+from specdec_lib.results.store import ExperimentResult, load_result
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
 DEFAULT_PROFILE = "embedded"
-
-
 REAL_PROFILES = ("embedded", "colab-t4")
 
 
@@ -37,69 +35,15 @@ def results_root() -> Path:
 
 
 @dataclass
-class Result:
-    """One experiment directory, read back (mirrors results.store.load_result)."""
-
-    name: str
-    path: Path
-    config: dict[str, Any]
-    env: dict[str, Any]
-    summary: dict[str, Any]
-    rows: pd.DataFrame
-
-    @property
-    def arms(self) -> dict[str, Any]:
-        return self.summary.get("arms") or {}
-
-    def role(self, role: str) -> str | None:
-        """The arm that plays `role` (bigram, transformer, ngram), if any."""
-        return (self.summary.get("roles") or {}).get(role)
-
-    def extra_csv(self, name: str) -> pd.DataFrame | None:
-        f = self.path / name
-        return _read_csv(f) if f.is_file() else None
-
-    def figures(self) -> list[Path]:
-        d = self.path / "figures"
-        return sorted(d.glob("*.png")) if d.is_dir() else []
-
-
-LIST_COLUMNS = ("accepted_lengths", "proposed_lengths", "tokens", "matches")
-
-
-def _read_csv(path: Path) -> pd.DataFrame:
-    df = pd.read_csv(path, dtype={c: str for c in LIST_COLUMNS})
-    for c in LIST_COLUMNS:
-        if c in df.columns:
-            df[c] = df[c].fillna("")
-    return df
-
-
-def load_result(path: Path) -> Result | None:
-    """The experiment at `path`, or None when it is absent or damaged (schema.result_problem)."""
-    path = Path(path)
-    if result_problem(path, study=True) is not None:
-        return None
-    try:
-        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-        env = json.loads((path / "env.json").read_text(encoding="utf-8"))
-        summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
-        rows = _read_csv(path / "per_prompt.csv")
-    except (OSError, ValueError, pd.errors.EmptyDataError):
-        return None
-    return Result(path.name, path, config, env, summary, rows)
-
-
-@dataclass
 class Profile:
-    """The results of one profile: experiment name -> Result (absent experiments are missing)."""
+    """The results of one profile: experiment name -> its result (absent ones are missing)."""
 
     name: str
     root: Path
-    results: dict[str, Result] = field(default_factory=dict)
+    results: dict[str, ExperimentResult] = field(default_factory=dict)
     damaged: dict[str, str] = field(default_factory=dict)  # experiment -> what is wrong
 
-    def get(self, experiment: str) -> Result | None:
+    def get(self, experiment: str) -> ExperimentResult | None:
         return self.results.get(experiment)
 
     def has(self, *experiments: str) -> bool:
@@ -123,18 +67,20 @@ class Profile:
         return {}
 
 
-def load_profile(name: str | None = None, root: Path | None = None) -> Profile:
+def load_results(name: str | None = None, root: Path | None = None) -> Profile:
+    """Every whole result directory of profile `name` (default: the book's) under `root`
+    (default: results_root()); damaged ones are listed with what is wrong, never read."""
     name = name or book_profile()
     root = Path(root) if root is not None else results_root()
     prof = Profile(name, root)
     for e in EXPERIMENTS:
         d = root / name / e
-        problem = result_problem(d, study=True) if d.exists() else None
-        r = load_result(d) if d.exists() and problem is None else None
-        if r is not None:
-            prof.results[e] = r
-        elif d.exists():
-            prof.damaged[e] = problem or "unreadable"
+        if not d.exists():
+            continue
+        try:
+            prof.results[e] = load_result(d, study=True)
+        except SpecdecError:
+            prof.damaged[e] = result_problem(d, study=True) or "unreadable"
     return prof
 
 
@@ -155,10 +101,10 @@ def profiles_with_results(root: Path | None = None, include: Iterable[str] = ())
     """Profiles under root with at least one experiment: the real ones, plus those in include."""
     root = Path(root) if root is not None else results_root()
     wanted = list(dict.fromkeys([*include, *REAL_PROFILES]))
-    return [p for p in wanted if not load_profile(p, root).empty]
+    return [p for p in wanted if not load_results(p, root).empty]
 
 
-def role_arm(res: Result | None, role: str) -> str | None:
+def role_arm(res: ExperimentResult | None, role: str) -> str | None:
     if res is None:
         return None
     arm = res.role(role)
@@ -171,7 +117,7 @@ def role_arm(res: Result | None, role: str) -> str | None:
     return None
 
 
-def sweep_table(res: Result | None) -> pd.DataFrame | None:
+def sweep_table(res: ExperimentResult | None) -> pd.DataFrame | None:
     """The flat `table` of a context sweep (one row per context x arm)."""
     if res is None or not res.summary.get("table"):
         return None
@@ -180,7 +126,7 @@ def sweep_table(res: Result | None) -> pd.DataFrame | None:
     return df.sort_values(["context", "method"]).reset_index(drop=True)
 
 
-def sweep_contexts(res: Result | None) -> list[int]:
+def sweep_contexts(res: ExperimentResult | None) -> list[int]:
     if res is None:
         return []
     ctx = res.summary.get("contexts") or res.config.get("contexts") or []

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from filelock import FileLock
 
 from specdec_lib.config import config_hash
@@ -194,12 +195,48 @@ def write_rows(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     os.replace(tmp, path)
 
 
+LIST_COLUMNS = ("accepted_lengths", "proposed_lengths", "tokens", "matches")  # kept as text
+
+
+def read_rows(path: Path) -> pd.DataFrame:
+    """A result's CSV as a DataFrame; the space-separated list columns stay strings."""
+    df = pd.read_csv(path, dtype={c: str for c in LIST_COLUMNS})
+    for c in LIST_COLUMNS:
+        if c in df.columns:
+            df[c] = df[c].fillna("")
+    return df
+
+
 @dataclass
 class ExperimentResult:
+    """One experiment directory read back: its config, environment, summary and per-prompt rows.
+    The one result class: the study returns it, the book reads it."""
+
     config: dict[str, Any]
     env: dict[str, Any]
     summary: dict[str, Any]
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: pd.DataFrame
+    path: Path = field(default_factory=Path)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def arms(self) -> dict[str, Any]:
+        return self.summary.get("arms") or {}
+
+    def role(self, role: str) -> str | None:
+        """The arm that plays `role` (bigram, transformer, ngram), if any."""
+        return (self.summary.get("roles") or {}).get(role)
+
+    def extra_csv(self, name: str) -> pd.DataFrame | None:
+        f = self.path / name
+        return read_rows(f) if f.is_file() else None
+
+    def figures(self) -> list[Path]:
+        d = self.path / "figures"
+        return sorted(d.glob("*.png")) if d.is_dir() else []
 
 
 def publish(
@@ -229,21 +266,24 @@ def publish(
     return store.dir(experiment)
 
 
-def load_result(path: Path) -> ExperimentResult:
-    """Read an experiment directory back (the book and tests use this); a damaged one is a
-    one-line SpecdecError, never a partial result."""
+def load_result(path: Path, *, study: bool = False) -> ExperimentResult:
+    """Read an experiment directory back (the study, the book and tests use this); a damaged
+    one (`schema.result_problem`, stricter with study=True) is a one-line SpecdecError, never a
+    partial result."""
     path = Path(path)
-    problem = result_problem(path)
-    if problem is not None:
-        raise SpecdecError(
-            f"result {path} is damaged ({problem}): rerun its notebook (or make evaluate) to "
-            "recompute it"
-        )
-    with open(path / "per_prompt.csv", newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    return ExperimentResult(
-        config=json.loads((path / "config.json").read_text()),
-        env=json.loads((path / "env.json").read_text()),
-        summary=json.loads((path / "summary.json").read_text()),
-        rows=rows,
+    problem = result_problem(path, study=study)
+    if problem is None:
+        try:
+            return ExperimentResult(
+                config=json.loads((path / "config.json").read_text(encoding="utf-8")),
+                env=json.loads((path / "env.json").read_text(encoding="utf-8")),
+                summary=json.loads((path / "summary.json").read_text(encoding="utf-8")),
+                rows=read_rows(path / "per_prompt.csv"),
+                path=path,
+            )
+        except (OSError, ValueError, pd.errors.EmptyDataError) as e:
+            problem = f"it cannot be read ({type(e).__name__})"
+    raise SpecdecError(
+        f"result {path} is damaged ({problem}): rerun its notebook (or make evaluate) to "
+        "recompute it"
     )

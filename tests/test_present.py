@@ -1,4 +1,4 @@
-"""The generated reading of a result directory (specdec_lib.reporting.readings) on synthetic results."""
+"""The generated reading of a result directory (reporting.readings) on synthetic results."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import re
 import pytest
 from test_book import write_synthetic
 
-from specdec_lib.reporting import readings as present
 from specdec_lib.report import NOTEBOOKS
+from specdec_lib.reporting import readings as present
 
 
 @pytest.fixture(scope="module")

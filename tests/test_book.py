@@ -627,7 +627,8 @@ def test_verdicts_from_numbers(synthetic):
     per = report.h3_per_draft(p.get("agreement")).set_index("draft")
     assert per.loc["exit12", "label under H3's rule"] == "supported"
     assert per.loc["self", "label under H3's rule"] == "(not a test of H3)"
-    assert "(n = 40)" in vs["H3"].text
+    assert ", n=40" in vs["H3"].text  # one n per interval, written once
+    assert not any("(n = " in v.text for v in vs.values())
     for v in vs.values():
         assert v.text and "nan" not in v.text.lower()
         assert v.shows and v.cannot and v.scope == "synthetic on a CPU"

@@ -13,18 +13,18 @@ import pandas as pd
 
 from specdec_lib.analysis import stats
 from specdec_lib.results.catalog import BASELINE
-from specdec_lib.results.read import _context_col
 
-N_BOOT = 2000
+SPLITS = 2000  # random splits of the prompts in prompt_swap_change
 
 
-SEED = 0
+def context_column(rows: pd.DataFrame) -> str:
+    return "context" if "context" in rows.columns else "context_tokens"
 
 
 def paired_frame(rows: pd.DataFrame, method: str, contexts: Sequence[int]) -> pd.DataFrame:
     """Per prompt (index) x context: wall_s, new_tokens, accepted, proposed for one arm, keeping
     only prompts present at every context (the sweep's prompts are the same documents)."""
-    col = _context_col(rows)
+    col = context_column(rows)
     r = rows[rows["method"] == method].copy()
     r[col] = r[col].astype(int)
     r = r[r[col].isin(list(contexts))]
@@ -86,9 +86,9 @@ def prompt_swap_change(rows: pd.DataFrame, method: str, c0: int, c1: int) -> dic
         return {"value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n_half": 0}
     acc0, acc1 = w["accepted"][c0].to_numpy(float), w["accepted"][c1].to_numpy(float)
     pr0, pr1 = w["proposed"][c0].to_numpy(float), w["proposed"][c1].to_numpy(float)
-    rng = np.random.default_rng(SEED)
+    rng = np.random.default_rng(stats.SEED)
     half = n // 2
-    perms = np.argsort(rng.random((N_BOOT, n)), axis=1)
+    perms = np.argsort(rng.random((SPLITS, n)), axis=1)
     a_idx, b_idx = perms[:, :half], perms[:, half : 2 * half]
     with np.errstate(invalid="ignore", divide="ignore"):
         d = acc1[b_idx].sum(1) / pr1[b_idx].sum(1) - acc0[a_idx].sum(1) / pr0[a_idx].sum(1)
@@ -105,7 +105,7 @@ def prompt_swap_change(rows: pd.DataFrame, method: str, c0: int, c1: int) -> dic
 
 def per_prompt_acceptance(rows: pd.DataFrame, method: str) -> pd.DataFrame:
     """prompt x context acceptance of one arm (for the spaghetti plot)."""
-    col = _context_col(rows)
+    col = context_column(rows)
     r = rows[rows["method"] == method].copy()
     r[col] = r[col].astype(int)
     g = r.groupby(["prompt", col])[["accepted", "proposed"]].sum().reset_index()
@@ -149,7 +149,7 @@ def extra_growth(on: pd.DataFrame, off: pd.DataFrame, c0: int, c1: int) -> dict:
     return stats.bootstrap([a0, n0, a1, n1, b0, m0, b1, m1], q).as_dict()
 
 
-def _same_docs(rows: pd.DataFrame, method: str) -> bool:
+def same_documents(rows: pd.DataFrame, method: str) -> bool:
     """True when every prompt index has one (article, anchor) at every context."""
     if not {"article", "anchor"} <= set(rows.columns):
         return False

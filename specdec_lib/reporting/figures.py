@@ -10,18 +10,18 @@ import pandas as pd
 
 from specdec_lib.analysis.changes import (
     acceptance_change,
+    context_column,
     per_prompt_acceptance,
     prompt_swap_change,
     range_for_test,
 )
+from specdec_lib.analysis.verdicts import sweep_primary
 from specdec_lib.reporting.earlier import earlier_baseline_time, earlier_drop, earlier_recomputed
-from specdec_lib.reporting.format import _f, central, finite
+from specdec_lib.reporting.format import as_float, central, finite
 from specdec_lib.reporting.tables import identity_margins
-from specdec_lib.reporting.verdicts import sweep_primary
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.read import (
     Profile,
-    _context_col,
     role_arm,
     sweep_contexts,
     sweep_table,
@@ -286,7 +286,7 @@ def fig_baseline_growth(p: Profile) -> Any:
     ax = axes[0]
     for name, res in found:
         rows = res.rows
-        col = _context_col(rows)
+        col = context_column(rows)
         g = rows.groupby(["method", col])[["wall_s", "new_tokens"]].sum().reset_index()
         g["ms_per_token"] = 1000 * g["wall_s"] / g["new_tokens"]
         names = _labels(p, res)
@@ -343,7 +343,9 @@ def fig_prompt_confound(p: Profile) -> Any:
             label="own half of prompts per context",
         )
     a2.axvline(100 * central(same), color="black", label="same prompts")
-    a2.axvspan(100 * _f(same["ci_low"]), 100 * _f(same["ci_high"]), color="black", alpha=0.15)
+    a2.axvspan(
+        100 * as_float(same["ci_low"]), 100 * as_float(same["ci_high"]), color="black", alpha=0.15
+    )
     a2.axvline(-100 * drop, color="tab:red", ls="--", label="published fall 10 -> 100")
     a2.set(
         xlabel=f"acceptance change {c0} -> {c1} (points)",

@@ -12,7 +12,7 @@ from specdec_lib.results.catalog import EXPERIMENTS, NOTEBOOKS
 from specdec_lib.results.read import Profile
 
 
-def _f(x: Any) -> float:
+def as_float(x: Any) -> float:
     try:
         v = float(x)
     except (TypeError, ValueError):
@@ -21,7 +21,7 @@ def _f(x: Any) -> float:
 
 
 def finite(x: Any) -> bool:
-    return math.isfinite(_f(x))
+    return math.isfinite(as_float(x))
 
 
 def _r(x: float, nd: int) -> str:
@@ -30,19 +30,19 @@ def _r(x: float, nd: int) -> str:
 
 
 def num(x: Any, nd: int = 2, suffix: str = "") -> str:
-    return f"{_r(_f(x), nd)}{suffix}" if finite(x) else "n/a"
+    return f"{_r(as_float(x), nd)}{suffix}" if finite(x) else "n/a"
 
 
 def pct(x: Any, nd: int = 2) -> str:
     """A fraction as a percentage: 0.8945 -> '89.45%'."""
-    return f"{_r(100 * _f(x), nd)}%" if finite(x) else "n/a"
+    return f"{_r(100 * as_float(x), nd)}%" if finite(x) else "n/a"
 
 
 def central(d: Any) -> float:
     """The point estimate of a {value|median, ci_low, ci_high} dict (or a bare number)."""
     if isinstance(d, dict):
-        return _f(d.get("value", d.get("median")))
-    return _f(d)
+        return as_float(d.get("value", d.get("median")))
+    return as_float(d)
 
 
 def interval_n(d: Any) -> int | None:
@@ -58,14 +58,14 @@ def ci(d: Any, nd: int = 2, scale: float = 1.0, suffix: str = "", n: Any = None)
     the interval is the dict's own, else the n given (e.g. the arm's prompts, for result files
     written before intervals carried their n)."""
     if not isinstance(d, dict):
-        return num(_f(d) * scale, nd, suffix)
-    v, lo, hi = (central(d), _f(d.get("ci_low")), _f(d.get("ci_high")))
+        return num(as_float(d) * scale, nd, suffix)
+    v, lo, hi = (central(d), as_float(d.get("ci_low")), as_float(d.get("ci_high")))
     if not finite(v):
         return "n/a"
     if not (finite(lo) and finite(hi)):
         return num(v * scale, nd, suffix)
     own = interval_n(d)
-    n = own if own is not None else (int(_f(n)) if finite(n) else None)
+    n = own if own is not None else (int(as_float(n)) if finite(n) else None)
     tail = f", n={n}" if n is not None else ""
     return f"{_r(v * scale, nd)}{suffix} [{_r(lo * scale, nd)}, {_r(hi * scale, nd)}]{tail}"
 
@@ -119,10 +119,3 @@ def split_common(df: pd.DataFrame | None, key: str = "experiment") -> tuple[dict
 
 def common_markdown(common: dict) -> str:
     return "\n".join(f"- **{k}**: `{v}`" for k, v in common.items())
-
-
-def ci_n(d: Any, nd: int = 2, scale: float = 1.0, suffix: str = "", n: Any = None) -> str:
-    """'value [low, high] (n = N)': an interval with the number of units it resampled."""
-    count = n if n is not None else (d or {}).get("n", (d or {}).get("n_prompts"))
-    out = ci(d, nd, scale, suffix)
-    return f"{out} (n = {count})" if count else out

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from specdec_lib.reporting.earlier import earlier_table
-from specdec_lib.reporting.format import _f, central, ci, ci_pct, finite, num, pct
+from specdec_lib.reporting.format import as_float, central, ci, ci_pct, finite, num, pct
 from specdec_lib.results.catalog import BASELINE, EXPERIMENTS
 from specdec_lib.results.read import Profile, role_arm, sweep_table
 from specdec_lib.results.store import ExperimentResult
@@ -27,7 +27,9 @@ def study_table(p: Profile) -> pd.DataFrame | None:
     t = sweep_table(sweep)
     if t is not None:
         ref = int((sweep.summary.get("earlier_style") or {}).get("reference_context", 20))
-        ref_wall = _f((sweep.summary.get("earlier_style") or {}).get("reference_total_wall_s"))
+        ref_wall = as_float(
+            (sweep.summary.get("earlier_style") or {}).get("reference_total_wall_s")
+        )
         bigram, trans = role_arm(sweep, "bigram"), role_arm(sweep, "transformer")
         out = []
         base_at = t[t["method"] == BASELINE].set_index("context")
@@ -79,9 +81,9 @@ def beside_published(p: Profile) -> pd.DataFrame | None:
 def _study_row(label: str, context: int, r: pd.Series, ref_wall: float, is_base: bool) -> dict:
     """One row of study_table from a row of the sweep's flat table."""
     k = None if is_base else r.get("k")
-    es = _f(r.get("earlier_style_speedup"))
+    es = as_float(r.get("earlier_style_speedup"))
     if not finite(es) and finite(ref_wall):
-        es = ref_wall / _f(r.get("total_wall_s"))
+        es = ref_wall / as_float(r.get("total_wall_s"))
     paired = {
         "value": r.get("speedup"),
         "ci_low": r.get("speedup_ci_low"),
@@ -225,7 +227,9 @@ def sampling_table(p: Profile) -> pd.DataFrame | None:
         d = by_float_key(dist, r.temperature) or {}
         is_spec = r.method != BASELINE
         chk = d.get(r.method) or (d.get("speculative") if r.method == checked else None) or {}
-        n_samples = chk.get("n_samples", _f(d.get("n_samples_per_prompt")) * _f(d.get("n_prompts")))
+        n_samples = chk.get(
+            "n_samples", as_float(d.get("n_samples_per_prompt")) * as_float(d.get("n_prompts"))
+        )
         out.append(
             {
                 "temperature": num(r.temperature, 1),
@@ -256,14 +260,9 @@ def sampling_table(p: Profile) -> pd.DataFrame | None:
 def by_float_key(d: dict[str, Any], x: Any) -> Any:
     """d["0.7"] for x = 0.7 whatever the key's spelling ("0.7", "0.70")."""
     for k, v in d.items():
-        if finite(k) and math.isclose(_f(k), _f(x)):
+        if finite(k) and math.isclose(as_float(k), as_float(x)):
             return v
     return None
-
-
-def sampling_checks(p: Profile) -> dict[str, dict]:
-    res = p.get("sampling")
-    return (res.summary.get("distribution_check") or {}) if res else {}
 
 
 def peers_table(p: Profile) -> pd.DataFrame | None:
@@ -423,7 +422,7 @@ def config_table(p: Profile) -> pd.DataFrame | None:
 def total_batch_seconds(p: Profile) -> float:
     return float(
         sum(
-            _f(r.env.get("wall_s_experiment"))
+            as_float(r.env.get("wall_s_experiment"))
             for r in p.results.values()
             if finite(r.env.get("wall_s_experiment"))
         )

@@ -133,7 +133,3 @@ def sweep_contexts(res: ExperimentResult | None) -> list[int]:
     if not ctx and "context" in res.rows.columns:
         ctx = res.rows["context"].dropna().unique().tolist()
     return sorted(int(c) for c in ctx)
-
-
-def _context_col(rows: pd.DataFrame) -> str:
-    return "context" if "context" in rows.columns else "context_tokens"

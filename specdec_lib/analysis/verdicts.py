@@ -1,0 +1,203 @@
+"""The context-length paradox's verdicts as numbers: for each hypothesis (H1..H4) the quantity Q its
+rule (analysis.rules) compares with a threshold, the other numbers it rests on, and the label.
+
+`findings(profile, published)` reads a profile's results (results.read) and the earlier study's
+recomputed table (reporting.earlier passes it in) and returns one `Finding` per hypothesis. A
+profile that lacks what a rule needs gives "not tested" with what is missing. Pure and torch-free;
+writes no prose (reporting.verdicts does).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from specdec_lib.analysis import rules
+from specdec_lib.analysis.changes import (
+    acceptance_change,
+    extra_growth,
+    growth,
+    prompt_swap_change,
+    same_documents,
+    test_range,
+)
+from specdec_lib.results.catalog import BASELINE
+from specdec_lib.results.read import Profile, sweep_contexts, sweep_table
+from specdec_lib.results.store import ExperimentResult
+
+NAN_INTERVAL = {"value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n_prompts": 0}
+
+
+@dataclass
+class Finding:
+    """One hypothesis under its rule: the label, Q (an interval dict with its n), the contexts Q
+    spans, and the other numbers the verdict cites. For "not tested", `missing` names what the
+    profile lacks, or `stale` the experiment whose stored result predates a key."""
+
+    key: str
+    label: str
+    q: dict[str, Any] = field(default_factory=dict)
+    contexts: tuple[int, int] | None = None
+    inputs: dict[str, Any] = field(default_factory=dict)
+    missing: tuple[str, ...] = ()
+    stale: tuple[str, str] | None = None  # (experiment, key)
+
+
+def _iv(d: dict) -> rules.Interval:
+    return rules.Interval.of(d)
+
+
+def not_tested(key: str, *missing: str, stale: tuple[str, str] | None = None, **inputs) -> Finding:
+    return Finding(key, rules.NOT_TESTED, missing=missing, stale=stale, inputs=inputs)
+
+
+def h1_recomputation(p: Profile) -> Finding:
+    """rules.h1_rule on the cached and uncached sweeps (same prompts, contexts, tokens)."""
+    on, off = p.get("context_sweep"), p.get("context_sweep_nocache")
+    if on is None or off is None:
+        pairs = (("context_sweep", on), ("context_sweep_nocache", off))
+        return not_tested("H1", *(name for name, r in pairs if r is None))
+    common = sorted(set(sweep_contexts(on)) & set(sweep_contexts(off)))
+    if len(common) < 2:
+        return not_tested("H1", "two contexts shared by the cached and uncached sweeps")
+    c0, c1 = test_range(common) or (common[0], common[-1])
+    q = extra_growth(on.rows, off.rows, c0, c1)
+    same = all(on.config.get(k) == off.config.get(k) for k in ("n_prompts", "max_new_tokens"))
+    inputs = {
+        "growth_on": growth(on.rows, BASELINE, c0, c1),
+        "growth_off": growth(off.rows, BASELINE, c0, c1),
+        "same_config": same,
+    }
+    return Finding("H1", rules.h1_rule(_iv(q)), q, (c0, c1), inputs)
+
+
+def published_arithmetic(published: pd.DataFrame) -> dict[str, Any]:
+    """H2's first half, from the earlier study's recomputed table: how many published speedups
+    one divisor reproduces, the divisor, and the context-100 baseline a paired speedup needed."""
+    out: dict[str, Any] = {
+        "matching": int(published["matches_printed"].sum()),
+        "rows": len(published),
+        "all_match": bool(published["matches_printed"].all()),
+        "baseline_s": float(
+            published.loc[published["strategy"] == "baseline autoregressive", "time_s"].iloc[0]
+        ),
+    }
+    t = published[published["strategy"] == "transformer draft"].set_index("context")
+    if 10 in t.index and 100 in t.index:
+        s10 = float(t.loc[10, "one_baseline_speedup"])
+        out["paired_speedup_10"] = s10
+        out["baseline_100_needed_s"] = s10 * float(t.loc[100, "time_s"])
+    return out
+
+
+def h2_single_baseline(p: Profile, published: pd.DataFrame) -> Finding:
+    """rules.h2_rule: the published arithmetic, then our baseline's growth from the reference
+    context to 100 on the same prompts."""
+    arithmetic = published_arithmetic(published)
+    sweep = p.get("context_sweep")
+    if sweep_table(sweep) is None:
+        return not_tested("H2", "context_sweep", **arithmetic)
+    ref = int((sweep.summary.get("earlier_style") or {}).get("reference_context", 20))
+    ctx = sweep_contexts(sweep)
+    c1 = 100 if 100 in ctx else max(ctx)
+    measurable = ref in ctx and c1 != ref
+    g = growth(sweep.rows, BASELINE, ref, c1, per_token=False) if measurable else NAN_INTERVAL
+    label = rules.h2_rule(arithmetic["all_match"], _iv(g))
+    return Finding("H2", label, g, (ref, c1), arithmetic)
+
+
+def agreement_primary(res: ExperimentResult) -> str | None:
+    """H3's primary draft: the one the profile named before the run."""
+    head = res.summary.get("headline") or {}
+    prim = res.summary.get("primary") or res.config.get("primary")
+    return prim if prim in head else None
+
+
+def divergent_drafts(res: ExperimentResult) -> list[str]:
+    """The agreement's drafts that do not share the target's hidden states (no bigram)."""
+    kinds = res.summary.get("kinds") or {}
+    return [d for d, k in kinds.items() if not k.startswith(("shares", "context-free", "control"))]
+
+
+def agreement_at(res: ExperimentResult, draft: str, context: int) -> float | None:
+    """The mean per-position agreement of one draft at one context."""
+    return ((res.summary.get("by_draft") or {}).get(draft, {}).get(str(context)) or {}).get("mean")
+
+
+def h3_label(res: ExperimentResult, draft: str, implied_change: dict) -> str | None:
+    """H3's rule on one draft's change, or None for a draft that is no test of H3 (it shares the
+    target's states, is context-free, or is the target against the text)."""
+    kind = (res.summary.get("kinds") or {}).get(draft)
+    if kind is None or kind.startswith(("shares", "context-free")):
+        return None
+    return rules.h3_rule(_iv(implied_change))
+
+
+def h3_divergence(p: Profile) -> Finding:
+    """rules.h3_rule on the timing-free agreement's primary draft, context 10 -> 100."""
+    res = p.get("agreement")
+    if res is None:
+        return not_tested("H3", "agreement")
+    prim = agreement_primary(res)
+    head = res.summary.get("headline") or {}
+    if prim is None or "change_test" not in head.get(prim, {}):
+        return not_tested("H3", stale=("agreement", "primary / change_test"))
+    ch = head[prim]["change_test"]
+    c0, c1 = ch["contexts"]
+    imp = ch["implied_acceptance"]
+    inputs = {
+        "draft": prim,
+        "kind": (res.summary.get("kinds") or {}).get(prim, ""),
+        "agreement_change": ch["agreement"],
+        "agreement_at": (agreement_at(res, prim, c0), agreement_at(res, prim, c1)),
+        "positions": res.summary.get("continuation_tokens"),
+        "others": [d for d in divergent_drafts(res) if d != prim],
+    }
+    return Finding("H3", rules.h3_rule(_iv(imp)), imp, (c0, c1), inputs)
+
+
+def sweep_primary(res: ExperimentResult | None) -> str | None:
+    """The timed sweep's draft that does not share the target's hidden states (H4's)."""
+    if res is None:
+        return None
+    prim = res.summary.get("primary") or res.config.get("primary")
+    kinds = res.summary.get("kinds") or {}
+    t = sweep_table(res)
+    arms = set(t["method"]) if t is not None else set(res.arms)
+    if prim in arms and prim in kinds and not kinds[prim].startswith("shares"):
+        return prim
+    return None
+
+
+def h4_prompt_confound(p: Profile) -> Finding:
+    """rules.h4_rule on the timed sweep's primary draft, same prompts at every context."""
+    sweep = p.get("context_sweep")
+    if sweep is None:
+        return not_tested("H4", "context_sweep")
+    arm = sweep_primary(sweep)
+    if arm is None:
+        return not_tested("H4", stale=("context_sweep", "primary / kinds"))
+    span = test_range(sweep_contexts(sweep))
+    if span is None:
+        return not_tested("H4", "contexts 10 and 100 in the timed sweep")
+    c0, c1 = span
+    same = acceptance_change(sweep.rows, arm, c0, c1)
+    inputs = {
+        "draft": arm,
+        "swap": prompt_swap_change(sweep.rows, arm, c0, c1),
+        "same_documents": same_documents(sweep.rows, arm),
+    }
+    return Finding("H4", rules.h4_rule(_iv(same)), same, (c0, c1), inputs)
+
+
+def findings(p: Profile, published: pd.DataFrame) -> list[Finding]:
+    """H1..H4 on one profile; `published` is reporting.earlier.earlier_recomputed()."""
+    return [
+        h1_recomputation(p),
+        h2_single_baseline(p, published),
+        h3_divergence(p),
+        h4_prompt_confound(p),
+    ]

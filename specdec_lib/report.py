@@ -18,11 +18,12 @@ from specdec_lib.analysis.changes import acceptance_change, growth
 from specdec_lib.analysis.theory import a_from_rate, rate_from_a
 from specdec_lib.reporting.earlier import (earlier_baseline_time, earlier_drop, earlier_recomputed,
                                            earlier_study, earlier_table)
-from specdec_lib.reporting.figures import (
+from specdec_lib.reporting.figures.book import (
     fig_accepted_histogram, fig_acceptance_vs_context, fig_agreement_vs_context,
     fig_baseline_growth, fig_divergence_margins, fig_earlier_study, fig_measured_vs_predicted,
     fig_position_acceptance, fig_prompt_confound, fig_speedup_vs_context, fig_time_split,
-    fig_training_curve, new_figure, show)
+    fig_training_curve)
+from specdec_lib.reporting.figures.style import new_figure, show
 from specdec_lib.reporting.format import (admonition, ci, ci_pct, common_markdown, md_table,
                                           missing_note, num, pct, split_common)
 from specdec_lib.reporting.tables import (

@@ -1,0 +1,141 @@
+"""The book's figures: each `fig_*` picks what one chapter shows from a profile's results and
+draws it with the same function the study used for the result directory's PNG (figures.arms,
+figures.context). Returns None when the profile lacks the experiment, so a chapter degrades to
+nothing instead of raising.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from specdec_lib.analysis.changes import (
+    acceptance_change,
+    per_prompt_acceptance,
+    prompt_swap_change,
+    range_for_test,
+)
+from specdec_lib.analysis.verdicts import sweep_primary
+from specdec_lib.reporting.earlier import earlier_drop, earlier_recomputed
+from specdec_lib.reporting.figures import arms, context
+from specdec_lib.reporting.tables import identity_margins
+from specdec_lib.results.catalog import BASELINE
+from specdec_lib.results.read import Profile, role_arm, sweep_contexts, sweep_table
+from specdec_lib.results.store import ExperimentResult
+
+SWEEPS = (("context_sweep", "cache on"), ("context_sweep_nocache", "cache off"))
+
+
+def arm_names(res: ExperimentResult | None) -> dict[str, str]:
+    """Arm -> 'role (arm)' for the arms that play a role (bigram, transformer, ngram)."""
+    names = {}
+    for role in ("bigram", "transformer", "ngram"):
+        a = role_arm(res, role)
+        if a:
+            names[a] = f"{role} ({a})" if a != role else role
+    return names
+
+
+def fig_earlier_study() -> Any:
+    return context.earlier_study(earlier_recomputed())
+
+
+def fig_acceptance_vs_context(p: Profile) -> Any:
+    sweep = p.get("context_sweep")
+    if sweep_table(sweep) is None:
+        return None
+    return context.acceptance_vs_context(sweep.summary, arm_names(sweep))
+
+
+def fig_agreement_vs_context(p: Profile) -> Any:
+    agr = p.get("agreement")
+    if agr is None or not any("implied_acceptance" in t for t in agr.summary.get("table") or []):
+        return None
+    return context.agreement_vs_context(agr.summary, arm_names(agr), earlier_recomputed())
+
+
+def training_record(p: Profile) -> tuple[str, dict[str, Any]] | None:
+    """(draft, record) of the first draft whose training record the agreement stored."""
+    agr = p.get("agreement")
+    recs = (agr.summary.get("draft_records") if agr is not None else None) or {}
+    return next(((n, r) for n, r in recs.items() if isinstance(r, dict)), None)
+
+
+def fig_training_curve(p: Profile) -> Any:
+    found = training_record(p)
+    return arms.training_curve(*found) if found else None
+
+
+def fig_speedup_vs_context(p: Profile) -> Any:
+    """Paired and one-baseline speedups, one panel per sweep (cache on, off)."""
+    found = [p.get(n) for n, _ in SWEEPS]
+    found = [r for r in found if r is not None and sweep_table(r) is not None]
+    if not found:
+        return None
+    return context.earlier_style_vs_paired([r.summary for r in found], arm_names(found[0]))
+
+
+def fig_baseline_growth(p: Profile) -> Any:
+    """Milliseconds per generated token vs context, cache on and off, every arm."""
+    sweeps = {tag: p.get(n) for n, tag in SWEEPS if p.get(n) is not None}
+    if not sweeps:
+        return None
+    names = arm_names(next(iter(sweeps.values())))
+    return context.time_per_token({tag: r.rows for tag, r in sweeps.items()}, names)
+
+
+def fig_prompt_confound(p: Profile) -> Any:
+    """Per-prompt acceptance across contexts (same prompts) and the simulated confound."""
+    sweep = p.get("context_sweep")
+    arm = sweep_primary(sweep) or role_arm(sweep, "transformer")
+    if sweep is None or arm is None or len(sweep_contexts(sweep)) < 2:
+        return None
+    c0, c1 = range_for_test(sweep_contexts(sweep))
+    return context.prompt_confound(
+        per_prompt_acceptance(sweep.rows, arm),
+        acceptance_change(sweep.rows, arm, c0, c1),
+        prompt_swap_change(sweep.rows, arm, c0, c1),
+        earlier_drop()["drop"],
+        arm,
+        c0,
+        c1,
+    )
+
+
+def fig_measured_vs_predicted(p: Profile) -> Any:
+    res = p.get("k_sweep")
+    return arms.measured_vs_predicted(res.summary) if res is not None else None
+
+
+def _draft_arms(p: Profile) -> dict[str, dict[str, Any]]:
+    """Arm -> summary for the draft arms of the bigram and transformer-draft runs."""
+    out: dict[str, dict[str, Any]] = {}
+    for exp in ("bigram", "transformer_draft"):
+        res = p.get(exp)
+        for arm, s in (res.arms if res is not None else {}).items():
+            if arm != BASELINE and s.get("k"):
+                out[arm if arm not in out else f"{arm} ({exp})"] = s
+    return out
+
+
+def fig_position_acceptance(p: Profile) -> Any:
+    return arms.position_acceptance(_draft_arms(p))
+
+
+def fig_accepted_histogram(p: Profile) -> Any:
+    return arms.accepted_histogram(_draft_arms(p))
+
+
+def fig_time_split(p: Profile) -> Any:
+    """The time split of the bigram and transformer-draft runs (one baseline, their arms)."""
+    frames = [p.get(e).rows for e in ("bigram", "transformer_draft") if p.get(e) is not None]
+    if not frames:
+        return None
+    first, *rest = frames
+    rows = pd.concat([first, *(f[f["method"] != BASELINE] for f in rest)], ignore_index=True)
+    return arms.time_split(rows)
+
+
+def fig_divergence_margins(p: Profile) -> Any:
+    return arms.divergence_margins(identity_margins(p))

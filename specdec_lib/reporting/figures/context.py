@@ -1,0 +1,237 @@
+"""Figures against context length, from plain data (a sweep's or the agreement's summary table,
+per-prompt rows, the earlier study's recomputed table): paired and one-baseline speedups,
+measured acceptance, time, teacher-forced agreement with the acceptance it implies, time per
+token with the cache on and off, the prompt confound, and the earlier study as reported. Each
+returns a matplotlib Figure, or None when there is nothing to draw. Knows nothing about files or
+profiles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from specdec_lib.reporting.figures.style import (
+    errorbars,
+    legend_outside,
+    log_axis,
+    new_figure,
+    plain_log_axis,
+)
+from specdec_lib.results.catalog import BASELINE
+
+
+def _by_method(table: Sequence[dict[str, Any]]) -> dict[str, pd.DataFrame]:
+    df = pd.DataFrame(list(table))
+    return {m: g.sort_values("context") for m, g in df.groupby("method", sort=False)}
+
+
+def _tag(summary: dict[str, Any]) -> str:
+    return "KV cache on" if summary.get("use_cache", True) else "KV cache off"
+
+
+def _contexts(summary: dict[str, Any]) -> list[int]:
+    return sorted({int(t["context"]) for t in summary.get("table") or []})
+
+
+def _ci(g: pd.DataFrame, key: str, scale: float = 1.0) -> tuple[Any, Any, Any]:
+    lo = g.get(f"{key}_ci_low", g[key])
+    hi = g.get(f"{key}_ci_high", g[key])
+    return scale * g[key], scale * lo, scale * hi
+
+
+def speedup_panel(ax, summary: dict[str, Any], names: dict[str, str], earlier: bool) -> None:
+    """Paired speedup per arm (solid, 95% CI); with earlier, also the earlier study's way: the
+    reference context's baseline time / the row's time (dashed, the baseline's own included)."""
+    ref = (summary.get("earlier_style") or {}).get("reference_context", 20)
+    for arm, g in _by_method(summary["table"]).items():
+        color = None
+        if arm != BASELINE:
+            line = errorbars(ax, g["context"], *_ci(g, "speedup"), f"{names.get(arm, arm)}: paired")
+            color = line[0].get_color()
+        if earlier and "earlier_style_speedup" in g:
+            errorbars(ax, g["context"], *_ci(g, "earlier_style_speedup"),
+                      f"{names.get(arm, arm)}: / baseline at {ref}", marker="x", ls="--",
+                      color=color)  # fmt: skip
+    ax.axhline(1.0, color="grey", lw=1)
+    log_axis(ax, _contexts(summary))
+    ax.set(xlabel="context (tokens)", ylabel="speedup", title=_tag(summary))
+
+
+def speedup_vs_context(summary: dict[str, Any], names: dict[str, str] | None = None) -> Any:
+    """Paired speedup at each context, each against the baseline at the same context."""
+    if not summary.get("table"):
+        return None
+    fig, (ax,) = new_figure(1, 6.4, 3.9)
+    speedup_panel(ax, summary, names or {}, earlier=False)
+    ax.set_title(f"paired speedup ({_tag(summary)}, 95% CI)")
+    legend_outside(ax)
+    return fig
+
+
+def earlier_style_vs_paired(
+    summaries: Sequence[dict[str, Any]], names: dict[str, str] | None = None
+) -> Any:
+    """One panel per sweep (cache on, off): paired speedups beside the earlier study's way."""
+    summaries = [s for s in summaries if s and s.get("table")]
+    if not summaries:
+        return None
+    fig, axes = new_figure(len(summaries), 6.0 * len(summaries), 4.2)
+    for ax, summary in zip(axes, summaries, strict=True):
+        speedup_panel(ax, summary, names or {}, earlier=True)
+    legend_outside(axes[-1], fontsize="small")
+    return fig
+
+
+def acceptance_vs_context(summary: dict[str, Any], names: dict[str, str] | None = None) -> Any:
+    """Measured acceptance (accepted / proposed) per drafting arm and context, 95% CI and n."""
+    if not summary.get("table"):
+        return None
+    fig, (ax,) = new_figure(1, 6.4, 3.8)
+    for arm, g in _by_method(summary["table"]).items():
+        if arm == BASELINE or "acceptance_rate" not in g:
+            continue
+        n = int(g["n_prompts"].min()) if "n_prompts" in g else None
+        label = (names or {}).get(arm, arm) + (f" (n = {n})" if n else "")
+        errorbars(ax, g["context"], *_ci(g, "acceptance_rate", 100.0), label)
+    log_axis(ax, _contexts(summary))
+    ax.set(xlabel="context (tokens)", ylabel="acceptance rate (%)", ylim=(0, 102),
+           title=f"measured acceptance ({_tag(summary)}, 95% CI)")  # fmt: skip
+    legend_outside(ax)
+    return fig
+
+
+def time_vs_context(summary: dict[str, Any], names: dict[str, str] | None = None) -> Any:
+    """Total seconds per arm at each context (the baseline's own growth included)."""
+    if not summary.get("table"):
+        return None
+    fig, (ax,) = new_figure(1, 6.4, 3.9)
+    for arm, g in _by_method(summary["table"]).items():
+        ax.plot(g["context"], g["total_wall_s"], marker="o", label=(names or {}).get(arm, arm))
+    log_axis(ax, _contexts(summary))
+    ax.set(xlabel="context (tokens)", ylabel="total seconds (all prompts)",
+           title=f"time vs context ({_tag(summary)})")  # fmt: skip
+    legend_outside(ax)
+    return fig
+
+
+def time_per_token(sweeps: dict[str, pd.DataFrame], names: dict[str, str] | None = None) -> Any:
+    """Milliseconds per generated token vs context per arm, for each sweep's per-prompt rows
+    ({"cache on": rows, "cache off": rows}; dashed: cache off). Log-log axes."""
+    if not sweeps:
+        return None
+    fig, (ax,) = new_figure(1, 6.4, 3.9)
+    contexts: set[int] = set()
+    for tag, rows in sweeps.items():
+        col = "context" if "context" in rows.columns else "context_tokens"
+        g = rows.groupby(["method", col])[["wall_s", "new_tokens"]].sum().reset_index()
+        g["ms_per_token"] = 1000 * g["wall_s"] / g["new_tokens"]
+        contexts |= set(g[col].astype(int))
+        for arm, h in g.groupby("method"):
+            h = h.sort_values(col)
+            ax.plot(h[col], h["ms_per_token"], "o" + ("--" if tag == "cache off" else "-"),
+                    label=f"{(names or {}).get(arm, arm)}, {tag}")  # fmt: skip
+    log_axis(ax, contexts)
+    ax.set_yscale("log")
+    plain_log_axis(ax.yaxis)
+    ax.set(xlabel="context (tokens)", ylabel="ms per generated token",
+           title="time per token vs context")  # fmt: skip
+    legend_outside(ax, fontsize="small")
+    return fig
+
+
+def _published_acceptance(ax, published: pd.DataFrame | None) -> None:
+    if published is None:
+        return
+    t = published[published["strategy"] == "transformer draft"].sort_values("context")
+    ax.plot(t["context"], t["acceptance_pct"], "s:", color="tab:red",
+            label="earlier study, as reported")  # fmt: skip
+
+
+def agreement_vs_context(
+    summary: dict[str, Any],
+    names: dict[str, str] | None = None,
+    published: pd.DataFrame | None = None,
+) -> Any:
+    """Left: teacher-forced per-position agreement of every draft vs context. Right (when the
+    summary has it): the acceptance at K = 4 that agreement implies (book/math.md), beside the
+    earlier study's reported acceptance. Two panels because they are different quantities."""
+    tab = pd.DataFrame(summary.get("table") or [])
+    if not len(tab):
+        return None
+    implied = "implied_acceptance" in tab
+    fig, axes = new_figure(2 if implied else 1, 12.0 if implied else 6.4, 4.0)
+    names = {"target_vs_text": "target vs the real next token", **(names or {})}
+    for d, g in tab.groupby("draft", sort=False):
+        g = g.sort_values("context")
+        ls = "--" if d == "target_vs_text" else "-"
+        lo, hi = 100 * g["ci_low"], 100 * g["ci_high"]
+        errorbars(axes[0], g["context"], 100 * g["agreement"], lo, hi, names.get(d, d), ls=ls)
+        if implied and d != "target_vs_text":
+            errorbars(axes[1], g["context"], *_ci(g, "implied_acceptance", 100.0), names.get(d, d))
+    n = summary.get("n_documents")
+    axes[0].set(ylabel="per-position agreement (%)",
+                title=f"teacher-forced agreement (n = {n} documents)" if n else
+                "teacher-forced agreement (95% CI)")  # fmt: skip
+    if implied:
+        _published_acceptance(axes[1], published)
+        axes[1].set(ylabel="acceptance at K = 4 (%)", title="acceptance implied by agreement")
+    contexts = tab["context"].astype(int).tolist()
+    for ax in axes:
+        log_axis(ax, contexts)
+        ax.set_xlabel("context (tokens)")
+        ax.axvspan(10, 100, color="grey", alpha=0.08)
+        legend_outside(ax, fontsize="small")
+    return fig
+
+
+def prompt_confound(
+    pp: pd.DataFrame, same: dict, swap: dict, drop: float, arm: str, c0: int, c1: int
+) -> Any:
+    """Left: per-prompt acceptance of `arm` at every context (the same prompts), with the mean.
+    Right: the acceptance change c0 -> c1 when each context gets its own random half of the
+    prompts (swap draws), against the same prompts' change and the published fall."""
+    fig, (a1, a2) = new_figure(2, 11.5, 3.9)
+    for _, g in pp.groupby("prompt"):
+        g = g.sort_values("context")
+        a1.plot(g["context"], 100 * g["acceptance"], color="tab:blue", alpha=0.25, lw=1)
+    mean = pp.groupby("context")["acceptance"].mean()
+    a1.plot(mean.index, 100 * mean.values, "o-", color="black", label="mean over prompts")
+    log_axis(a1, mean.index)
+    a1.set(xlabel="context (tokens)", ylabel="acceptance rate (%)",
+           title=f"{arm}: every prompt at every context")  # fmt: skip
+    legend_outside(a1, fontsize="small")
+    if "draws" in swap:
+        a2.hist(100 * swap["draws"], bins=40, color="tab:orange", alpha=0.7,
+                label="own half of prompts per context")  # fmt: skip
+    a2.axvline(100 * same["value"], color="black", label="same prompts")
+    a2.axvspan(100 * same["ci_low"], 100 * same["ci_high"], color="black", alpha=0.15)
+    a2.axvline(-100 * drop, color="tab:red", ls="--", label="published fall 10 -> 100")
+    a2.set(xlabel=f"acceptance change {c0} -> {c1} (points)", ylabel="random splits",
+           title="the prompt confound, simulated")  # fmt: skip
+    legend_outside(a2, fontsize="small")
+    return fig
+
+
+def earlier_study(published: pd.DataFrame) -> Any:
+    """The published transformer-draft rows: acceptance and speedup vs context, with the speedup
+    recomputed as the one baseline's time / the row's time."""
+    t = published[published["strategy"] == "transformer draft"].sort_values("context")
+    base = float(
+        published.loc[published["strategy"] == "baseline autoregressive", "time_s"].iloc[0]
+    )
+    fig, (a1, a2) = new_figure(2, 10.0, 3.6)
+    a1.plot(t["context"], t["acceptance_pct"], "o-")
+    a1.set(ylabel="acceptance (%)", title="acceptance, as reported")
+    a2.plot(t["context"], t["speedup"], "o-", label="speedup as reported")
+    a2.plot(t["context"], t["one_baseline_speedup"], "x--", label=f"{base:.2f} s / time")
+    a2.axhline(1.0, color="grey", lw=1)
+    a2.set(ylabel="speedup", title="speedup")
+    for ax in (a1, a2):
+        log_axis(ax, t["context"])
+        ax.set_xlabel("context (tokens)")
+    legend_outside(a2, fontsize="small")
+    fig.suptitle("The earlier study (T4, gemma-3-4b-pt with gemma-3-1b-pt), as reported")
+    return fig

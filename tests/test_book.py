@@ -11,7 +11,6 @@ skipped otherwise.
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +23,8 @@ from conftest import FAKE_SECRETS, files_containing
 
 from specdec_lib import report
 from specdec_lib.analysis import stats
+from specdec_lib.analysis.summary import summarize
+from specdec_lib.results.store import ResultStore, publish
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,15 +35,6 @@ CONTEXTS = [10, 20, 50, 100, 200]
 K = 4
 N_PROMPTS = 12
 NEW_TOKENS = 32
-
-
-def _ci(values, stat=np.median):
-    """The project's one bootstrap (specdec_lib.analysis.stats), as summaries write it."""
-    return stats.bootstrap([values], lambda x, axis: stat(x, axis=axis)).as_dict("median")
-
-
-def _ratio(num, den):
-    return stats.pooled_ratio(num, den).as_dict()
 
 
 def _row(prompt, method, draft, k, ctx, a, step_s, c, rng, cache=True, cell=None):
@@ -96,95 +88,8 @@ def _row(prompt, method, draft, k, ctx, a, step_s, c, rng, cache=True, cell=None
     return r
 
 
-def _arm_summary(rows, base):
-    wall = np.array([r["wall_s"] for r in rows])
-    k = rows[0]["k"]
-    s = {
-        "n_prompts": len(rows),
-        "draft": rows[0]["draft"],
-        "k": k,
-        "tokens_per_s": _ci([r["tokens_per_s"] for r in rows]),
-        "wall_s": _ci(wall),
-        "total_wall_s": float(wall.sum()),
-        "new_tokens": float(sum(r["new_tokens"] for r in rows)),
-        "identical_fraction": 1.0,
-        "repetition_4gram": _ci([0.1] * len(rows)),
-    }
-    if k:
-        acc = [r["accepted"] for r in rows]
-        prop = [r["proposed"] for r in rows]
-        calls = [len(r["accepted_lengths"].split()) for r in rows]
-        s["acceptance_rate"] = _ratio(acc, prop)
-        s["mean_accepted_length"] = _ratio(np.add(acc, calls), calls)
-        reached, took = np.zeros(k), np.zeros(k)
-        hist = np.zeros(k + 1, dtype=int)
-        for r in rows:
-            for n, d in zip(
-                map(int, r["accepted_lengths"].split()),
-                map(int, r["proposed_lengths"].split()),
-                strict=True,
-            ):
-                m = min(d, n + 1, k)
-                reached[:m] += 1
-                took[: min(n, m)] += 1
-                if d:
-                    hist[min(n, k)] += 1
-        s["position_acceptance"] = [
-            float(t / q) if q else None for t, q in zip(took, reached, strict=True)
-        ]
-        s["accepted_histogram"] = hist.tolist()
-        s["draft_share_of_time"] = sum(r["draft_s"] for r in rows) / wall.sum()
-        s["draft_s_per_token"] = sum(r["draft_s"] for r in rows) / sum(prop)
-        s["verify_s_per_call"] = sum(r["verify_s"] for r in rows) / sum(calls)
-        s["acceptance_rate_pooled"] = s["acceptance_rate"]["value"]
-    if base is not None:
-        bw = np.array([r["wall_s"] for r in base])
-        s["speedup"] = _ratio(bw, wall)
-        s["speedup_per_prompt"] = _ci(bw / wall)
-        step = bw.sum() / sum(r["new_tokens"] for r in base)
-        s["baseline_s_per_token"] = step
-        if k:
-            c = s["draft_s_per_token"] / step
-            mal = s["mean_accepted_length"]["value"]
-            from specdec_lib.analysis import theory
-
-            a = theory.acceptance_from_rate(min(max(mal, 1.0), k + 1.0), k)
-            s.update(
-                cost_ratio=c,
-                per_token_acceptance_iid=a,
-                predicted_speedup_leviathan=theory.expected_speedup(a, k, c),
-                verify_cost_ratio=s["verify_s_per_call"] / step,
-                predicted_speedup_calibrated=mal / (k * c + s["verify_s_per_call"] / step),
-            )
-    return s
-
-
-def _summarize(rows):
-    arms = list(dict.fromkeys(r["method"] for r in rows))
-    base = [r for r in rows if r["method"] == "baseline"] or None
-    return {
-        a: _arm_summary([r for r in rows if r["method"] == a], base if a != "baseline" else None)
-        for a in arms
-    }
-
-
-def _clean(o):
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
-    if isinstance(o, dict):
-        return {k: _clean(v) for k, v in o.items()}
-    if isinstance(o, list | tuple):
-        return [_clean(v) for v in o]
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    return o
-
-
 def _publish(root: Path, profile: str, name: str, config, rows, summary, extra=None):
-    d = root / profile / name
-    (d / "figures").mkdir(parents=True, exist_ok=True)
+    """Write one synthetic experiment the way the study does (results.store.publish)."""
     config = {
         "experiment": name,
         "profile": profile,
@@ -197,7 +102,6 @@ def _publish(root: Path, profile: str, name: str, config, rows, summary, extra=N
         "max_new_tokens": NEW_TOKENS,
         "n_prompts": N_PROMPTS,
         "arms": {},
-        "config_hash": "0123456789abcdef",
         **config,
     }
     env = {
@@ -215,14 +119,9 @@ def _publish(root: Path, profile: str, name: str, config, rows, summary, extra=N
         "git_commit": "f" * 40,
         "wall_s_experiment": 12.5,
     }
-    (d / "config.json").write_text(json.dumps(_clean(config)))
-    (d / "env.json").write_text(json.dumps(env))
-    (d / "summary.json").write_text(
-        json.dumps(_clean({"experiment": name, "profile": profile, **summary}))
-    )
-    pd.DataFrame(rows).to_csv(d / "per_prompt.csv", index=False)
-    for fname, data in (extra or {}).items():
-        pd.DataFrame(data).to_csv(d / fname, index=False)
+    summary = {"experiment": name, "profile": profile, **summary}
+    store = ResultStore(root, profile)
+    publish(store, name, config, env, rows, summary, figures=lambda d: None, extra=extra)
 
 
 def _sweep(root, profile, name, cache, rng):
@@ -323,7 +222,7 @@ def write_synthetic(
             for i in range(N_PROMPTS)
             for (m, d, k, a, c) in arms
         ]
-        single[name] = (rows, _summarize(rows))
+        single[name] = (rows, summarize(rows))
     if want("baseline"):
         rows, arms = single["baseline"]
         _publish(
@@ -397,7 +296,7 @@ def write_synthetic(
             for k in range(1, 9):
                 rows.append(_row(i, f"k{k}", "self", k, 20, 0.65, 0.01, 0.3, rng))
             rows.append(_row(i, "adaptive", "adaptive:self", 8, 20, 0.65, 0.01, 0.3, rng))
-        arms = _summarize(rows)
+        arms = summarize(rows)
         table = [
             {
                 "k": s["k"],
@@ -453,7 +352,7 @@ def write_synthetic(
                     _row(i, "self", "self", K, 20, 0.5, 0.01, 0.3, rng, cell={"temperature": t})
                 )
             rows += cell
-            arms = _summarize(cell)
+            arms = summarize(cell)
             by_t[str(t)] = {"arms": arms}
             for a, s in arms.items():
                 table.append(
@@ -508,7 +407,7 @@ def write_synthetic(
                 ("hf_assisted", "hf:assisted", 0, 0, 0),
             ):
                 rows.append(_row(i, m, d, k, 20, a, 0.01 if m != "hf_assisted" else 0.007, c, rng))
-        arms = _summarize(rows)
+        arms = summarize(rows)
         table = [
             {
                 "method": a,

@@ -44,19 +44,22 @@ CAPTIONS = {
     "time_split": "Where the seconds went, summed over prompts: prefill, drafting, verification "
     "and the rest. A drafter pays its acceptance with the drafting bar.",
     "speedup_vs_context": "Paired speedup at each context, each against the baseline at the same "
-    "context (bands: 95% intervals). A drafter that loses ground as context grows falls here.",
-    "acceptance_vs_context": "Acceptance rate (accepted / proposed) at each context (bands: 95% "
+    "context (whiskers: 95% intervals). A drafter that loses ground as context grows falls here.",
+    "acceptance_vs_context": "Acceptance rate (accepted / proposed) at each context (whiskers: 95% "
     "intervals): the timing-free half of the speedup.",
     "time_vs_context": "Total seconds per arm at each context. The baseline's own growth is "
     "what a single baseline at one context hides.",
-    "earlier_style_vs_paired": "Dashed: speedup the earlier study's way (one baseline at the "
-    "reference context divided by each row's time); squares: paired with the same context. "
+    "earlier_style_vs_paired": "Dashed (crosses): speedup the earlier study's way (one baseline at "
+    "the reference context divided by each row's time, the baseline's own row included); solid: "
+    "paired with the same context. "
     "Where the two part, the difference is the baseline's growth, not the drafter's.",
     "agreement_vs_context": "Teacher-forced agreement: the share of positions where draft and "
-    "target pick the same next token from the same true prefix (bands: 95% intervals). No "
+    "target pick the same next token from the same true prefix (whiskers: 95% intervals); right, "
+    "the acceptance at K = 4 it implies, beside the earlier study's reported acceptance. No "
     "timing enters it; a fall with context would be the divergence the earlier study proposed.",
-    "measured_vs_predicted": "Measured speedup per K (band: 95% interval) beside the predictions "
-    "from the measured acceptance and cost ratio; the dash-dotted line is adaptive K. Look at "
+    "measured_vs_predicted": "Measured speedup per K (whiskers: 95% interval) beside the "
+    "predictions from the measured acceptance and cost ratio; the dash-dotted line is adaptive K. "
+    "Look at "
     "where the measured curve peaks and how far the predictions sit from it.",
     "sampling_speedup": "Speedup (left) and acceptance (right) of speculative sampling per "
     "temperature, with 95% intervals.",

@@ -1,4 +1,4 @@
-"""The book: report.py on synthetic result directories (fast), and real `jupyter-book` builds.
+"""The book: specdec_lib.report on synthetic results (fast), and real `jupyter-book` builds.
 
 Synthetic results follow results/SCHEMA.md (made up numbers, never committed); the builds use
 `book/build.py --workdir <tmp>` so that they never touch the checkout's staging folder. One build
@@ -460,7 +460,7 @@ def write_synthetic(
 
 
 # --------------------------------------------------------------------------------------------
-# report.py on synthetic results (fast)
+# specdec_lib.report on synthetic results (fast)
 
 
 @pytest.fixture(scope="module")
@@ -480,7 +480,7 @@ def test_earlier_study_is_one_divisor():
     assert report.earlier_baseline_time() == pytest.approx(273.80)
 
 
-def test_load_profile_and_missing(synthetic):
+def test_load_results_and_missing(synthetic):
     full = report.load_results("synthetic", synthetic)
     assert full.has(*report.EXPERIMENTS)
     part = report.load_results("partial", synthetic)

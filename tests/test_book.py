@@ -622,6 +622,41 @@ def test_figures(synthetic):
     assert report.fig_position_acceptance(part) is not None
 
 
+def _drawn(fig):
+    """Render a Figure (no pyplot) so that its ticks and legend have their final places."""
+    import io
+
+    fig.savefig(io.BytesIO(), format="png")
+    return fig
+
+
+def test_figures_read_plainly(synthetic):
+    """Integer axes have integer ticks, context axes read 10, 20, 50 (not 2x10^1), legends sit
+    beside the data, and the study's writers (plots) draw with the same functions."""
+    p = report.load_results("synthetic", synthetic)
+    for fig in (report.fig_position_acceptance(p), report.fig_accepted_histogram(p)):
+        ax = _drawn(fig).axes[0]
+        lo, hi = ax.get_xlim()
+        shown = [t for t in ax.get_xticks() if lo <= t <= hi]
+        assert shown and all(float(t).is_integer() for t in shown), shown
+        legend = ax.get_legend()
+        assert legend.get_window_extent().x0 >= ax.get_window_extent().x1
+    ax = _drawn(report.fig_acceptance_vs_context(p)).axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(c) for c in CONTEXTS]
+    from specdec_lib import plots
+
+    sweep = p.get("context_sweep")
+    out = synthetic / "figures-out"
+    out.mkdir(exist_ok=True)
+    plots.context_figures(sweep.summary, out)
+    plots.measured_vs_predicted(p.get("k_sweep").summary, out / "measured_vs_predicted.png")
+    plots.time_split(p.get("bigram").rows, out / "time_split.png")
+    names = {f.name for f in out.glob("*.png")}
+    assert names == {"speedup_vs_context.png", "acceptance_vs_context.png",
+                     "time_vs_context.png", "earlier_style_vs_paired.png",
+                     "measured_vs_predicted.png", "time_split.png"}  # fmt: skip
+
+
 # --------------------------------------------------------------------------------------------
 # real builds
 

@@ -4,6 +4,7 @@ tables and admonitions. Knows nothing about experiments beyond the catalog."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -74,12 +75,17 @@ def ci_pct(d: Any, nd: int = 1, n: Any = None) -> str:
     return ci(d, nd, 100.0, "%", n)
 
 
-def md_table(df: pd.DataFrame) -> str:
-    """A DataFrame as a Markdown pipe table (cells as given; pre-format numbers as strings)."""
+def md_table(table: pd.DataFrame | Sequence[dict[str, Any]], missing: str = "n/a") -> str:
+    """A DataFrame (or rows as dicts) as a Markdown pipe table: no index column, every cell
+    filled (`missing` where a value is absent or not finite); cells as given, so pre-format
+    numbers as strings. No rows: the empty string."""
+    df = table if isinstance(table, pd.DataFrame) else pd.DataFrame(list(table))
+    if not len(df.columns):
+        return ""
 
     def cell(v: Any) -> str:
         if v is None or (isinstance(v, float) and not math.isfinite(v)):
-            return "n/a"
+            return missing
         return str(v).replace("|", "\\|").replace("\n", " ")
 
     head = "| " + " | ".join(cell(c) for c in df.columns) + " |"

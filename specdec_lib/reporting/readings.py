@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from specdec_lib.reporting.format import md_table as markdown_table
+
 DASH = "–"
 
 WHAT = {
@@ -135,14 +137,8 @@ def _ci(d: Any, kind: str) -> str:
 
 
 def md_table(rows: Sequence[dict[str, str]]) -> str:
-    """A Markdown table: no index column, every cell filled."""
-    if not rows:
-        return ""
-    cols = list(dict.fromkeys(c for r in rows for c in r))
-    esc = lambda s: str(s).replace("|", "\\|")  # noqa: E731
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    lines += ["| " + " | ".join(esc(r.get(c, DASH)) for c in cols) + " |" for r in rows]
-    return "\n".join(lines)
+    """A Markdown table: no index column, every cell filled (a dash where a row lacks it)."""
+    return markdown_table(rows, missing=DASH)
 
 
 def table_rows(table: Sequence[dict[str, Any]]) -> list[dict[str, str]]:

@@ -31,7 +31,7 @@ def tokens_per_s(rows: Any) -> Any:
     import seaborn as sns
 
     tps = [float(r["tokens_per_s"]) for r in records(rows)]
-    fig, (ax,) = new_figure(1, 6.0, 3.5)
+    fig, (ax,) = new_figure(1, 5.2, 3.5)
     sns.histplot(tps, ax=ax, bins=min(20, max(len(tps), 2)))
     med = float(np.median(tps)) if tps else np.nan
     ax.axvline(med, color="k", ls="--", label=f"median {med:.1f}")
@@ -67,7 +67,7 @@ def position_acceptance(arms: dict[str, Any]) -> Any:
     drafted = {m: s for m, s in arms.items() if s.get("position_acceptance")}
     if not drafted:
         return None
-    fig, (ax,) = new_figure(1, 6.4, 3.6)
+    fig, (ax,) = new_figure(1, 5.2, 3.6)
     for m, s in drafted.items():
         pa = [np.nan if y is None else 100 * y for y in s["position_acceptance"]]
         line = ax.plot(range(1, len(pa) + 1), pa, marker="o", label=m)[0]
@@ -90,7 +90,7 @@ def accepted_histogram(arms: dict[str, Any]) -> Any:
     drafted = [(m, s) for m, s in arms.items() if s.get("accepted_histogram")]
     if not drafted:
         return None
-    fig, (ax,) = new_figure(1, 6.4, 3.5)
+    fig, (ax,) = new_figure(1, 5.2, 3.5)
     width = 0.8 / len(drafted)
     for j, (m, s) in enumerate(drafted):
         h = np.asarray(s["accepted_histogram"], dtype=float)
@@ -118,7 +118,7 @@ def time_split(rows: Any) -> Any:
         parts["other"].append(
             max(sums["wall"] - sums["prefill"] - sums["draft"] - sums["verify"], 0)
         )
-    fig, (ax,) = new_figure(1, 6.4, 0.55 * len(methods) + 1.6)
+    fig, (ax,) = new_figure(1, 5.2, 0.55 * len(methods) + 1.6)
     left = np.zeros(len(methods))
     for key, vals in parts.items():
         ax.barh(methods, vals, left=left, label=key)
@@ -145,7 +145,7 @@ def measured_vs_predicted(summary: dict[str, Any]) -> Any:
     if not t:
         return None
     ks = [int(r["k"]) for r in t]
-    fig, (ax,) = new_figure(1, 6.4, 3.9)
+    fig, (ax,) = new_figure(1, 5.2, 3.9)
     v, lo, hi = (column(t, key) for key in ("speedup", "speedup_ci_low", "speedup_ci_high"))
     errorbars(ax, ks, v, lo, hi, "measured (95% CI)")
     for key, label, style in PREDICTIONS:
@@ -181,7 +181,7 @@ def sampling_speedup(summary: dict[str, Any]) -> Any:
     methods = list(dict.fromkeys(r["method"] for r in rows))
     temps = summary["temperatures"]
     width = 0.8 / len(methods)
-    fig, axes = new_figure(2, 9.5, 3.8)
+    fig, axes = new_figure(2, 8.5, 3.8)
     for ax, key, label in zip(axes, ("speedup", "acceptance_rate"), ("speedup", "acceptance rate"),
                               strict=True):  # fmt: skip
         _bars_by_temperature(ax, rows, methods, key)
@@ -203,7 +203,7 @@ def distribution_check(summary: dict[str, Any]) -> Any:
         return None
     methods = [m for m in checks[temps[0]] if isinstance(checks[temps[0]][m], dict)]
     w = 0.8 / max(len(methods), 1)
-    fig, (ax,) = new_figure(1, 6.8, 3.8)
+    fig, (ax,) = new_figure(1, 5.2, 3.8)
     for j, m in enumerate(methods):
         bars = ax.bar(np.arange(len(temps)) + w * j, [checks[t][m]["tvd"] or 0.0 for t in temps],
                       width=w, label=m)  # fmt: skip
@@ -253,7 +253,7 @@ def divergence_margins(margins: dict[str, Sequence[float]]) -> Any:
     """The target's top-1 minus top-2 logit where outputs first differ, per dtype."""
     if not any(margins.values()):
         return None
-    fig, (ax,) = new_figure(1, 6.4, 3.4)
+    fig, (ax,) = new_figure(1, 5.2, 3.4)
     for dt, vals in margins.items():
         if vals:
             ax.hist(vals, bins=20, alpha=0.6, label=f"{dt} ({len(vals)} divergences)")
@@ -290,7 +290,7 @@ def training_curve(name: str, rec: dict[str, Any]) -> Any:
     x, series = _curve(rec)
     if not series:
         return None
-    fig, (ax,) = new_figure(1, 6.4, 3.6)
+    fig, (ax,) = new_figure(1, 5.2, 3.6)
     for k, v in series.items():
         ax.plot(x[: len(v)], v, label=k)
     ax.set(xlabel="training step", ylabel="value", title=f"{name}: training curve")

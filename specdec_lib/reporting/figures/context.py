@@ -64,7 +64,7 @@ def speedup_vs_context(summary: dict[str, Any], names: dict[str, str] | None = N
     """Paired speedup at each context, each against the baseline at the same context."""
     if not summary.get("table"):
         return None
-    fig, (ax,) = new_figure(1, 6.4, 3.9)
+    fig, (ax,) = new_figure(1, 5.2, 3.9)
     speedup_panel(ax, summary, names or {}, earlier=False)
     ax.set_title(f"paired speedup ({_tag(summary)}, 95% CI)")
     legend_outside(ax)
@@ -78,10 +78,10 @@ def earlier_style_vs_paired(
     summaries = [s for s in summaries if s and s.get("table")]
     if not summaries:
         return None
-    fig, axes = new_figure(len(summaries), 6.0 * len(summaries), 4.2)
+    fig, axes = new_figure(len(summaries), 5.0 * len(summaries), 4.2)
     for ax, summary in zip(axes, summaries, strict=True):
         speedup_panel(ax, summary, names or {}, earlier=True)
-    legend_outside(axes[-1], fontsize="small")
+    legend_outside(axes[-1], axes=axes[:-1], fontsize="small")
     return fig
 
 
@@ -89,7 +89,7 @@ def acceptance_vs_context(summary: dict[str, Any], names: dict[str, str] | None 
     """Measured acceptance (accepted / proposed) per drafting arm and context, 95% CI and n."""
     if not summary.get("table"):
         return None
-    fig, (ax,) = new_figure(1, 6.4, 3.8)
+    fig, (ax,) = new_figure(1, 5.2, 3.8)
     for arm, g in _by_method(summary["table"]).items():
         if arm == BASELINE or "acceptance_rate" not in g:
             continue
@@ -107,7 +107,7 @@ def time_vs_context(summary: dict[str, Any], names: dict[str, str] | None = None
     """Total seconds per arm at each context (the baseline's own growth included)."""
     if not summary.get("table"):
         return None
-    fig, (ax,) = new_figure(1, 6.4, 3.9)
+    fig, (ax,) = new_figure(1, 5.2, 3.9)
     for arm, g in _by_method(summary["table"]).items():
         ax.plot(g["context"], g["total_wall_s"], marker="o", label=(names or {}).get(arm, arm))
     log_axis(ax, _contexts(summary))
@@ -122,8 +122,9 @@ def time_per_token(sweeps: dict[str, pd.DataFrame], names: dict[str, str] | None
     ({"cache on": rows, "cache off": rows}; dashed: cache off). Log-log axes."""
     if not sweeps:
         return None
-    fig, (ax,) = new_figure(1, 6.4, 3.9)
+    fig, (ax,) = new_figure(1, 5.2, 3.9)
     contexts: set[int] = set()
+    colors: dict[str, Any] = {}  # one colour per arm, cache on and off alike
     for tag, rows in sweeps.items():
         col = "context" if "context" in rows.columns else "context_tokens"
         g = rows.groupby(["method", col])[["wall_s", "new_tokens"]].sum().reset_index()
@@ -131,8 +132,14 @@ def time_per_token(sweeps: dict[str, pd.DataFrame], names: dict[str, str] | None
         contexts |= set(g[col].astype(int))
         for arm, h in g.groupby("method"):
             h = h.sort_values(col)
-            ax.plot(h[col], h["ms_per_token"], "o" + ("--" if tag == "cache off" else "-"),
-                    label=f"{(names or {}).get(arm, arm)}, {tag}")  # fmt: skip
+            line = ax.plot(
+                h[col],
+                h["ms_per_token"],
+                "o" + ("--" if tag == "cache off" else "-"),
+                color=colors.get(arm),
+                label=f"{(names or {}).get(arm, arm)}, {tag}",
+            )
+            colors.setdefault(arm, line[0].get_color())
     log_axis(ax, contexts)
     ax.set_yscale("log")
     plain_log_axis(ax.yaxis)
@@ -162,7 +169,7 @@ def agreement_vs_context(
     if not len(tab):
         return None
     implied = "implied_acceptance" in tab
-    fig, axes = new_figure(2 if implied else 1, 12.0 if implied else 6.4, 4.0)
+    fig, axes = new_figure(2 if implied else 1, 9.0 if implied else 5.2, 4.0)
     names = {"target_vs_text": "target vs the real next token", **(names or {})}
     for d, g in tab.groupby("draft", sort=False):
         g = g.sort_values("context")
@@ -193,7 +200,7 @@ def prompt_confound(
     """Left: per-prompt acceptance of `arm` at every context (the same prompts), with the mean.
     Right: the acceptance change c0 -> c1 when each context gets its own random half of the
     prompts (swap draws), against the same prompts' change and the published fall."""
-    fig, (a1, a2) = new_figure(2, 11.5, 3.9)
+    fig, (a1, a2) = new_figure(2, 9.0, 3.9)
     for _, g in pp.groupby("prompt"):
         g = g.sort_values("context")
         a1.plot(g["context"], 100 * g["acceptance"], color="tab:blue", alpha=0.25, lw=1)
@@ -222,7 +229,7 @@ def earlier_study(published: pd.DataFrame) -> Any:
     base = float(
         published.loc[published["strategy"] == "baseline autoregressive", "time_s"].iloc[0]
     )
-    fig, (a1, a2) = new_figure(2, 10.0, 3.6)
+    fig, (a1, a2) = new_figure(2, 8.5, 3.6)
     a1.plot(t["context"], t["acceptance_pct"], "o-")
     a1.set(ylabel="acceptance (%)", title="acceptance, as reported")
     a2.plot(t["context"], t["speedup"], "o-", label="speedup as reported")

@@ -7,6 +7,7 @@ Knows nothing about results.
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +46,22 @@ def show(fig: Any, dpi: int = DPI) -> Any:
     return Image(data=buf.getvalue())
 
 
-def legend_outside(ax: Any, **kw: Any) -> None:
-    """A legend beside the axes, never over bars or lines (none when nothing is labelled)."""
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, **kw)
+def legend_outside(ax: Any, axes: Sequence[Any] = (), **kw: Any) -> None:
+    """A legend beside the axes, never over bars or lines (none when nothing is labelled), with
+    the entries of `axes` too (one legend for several panels, each label once). The figure grows
+    by the legend's width, so the axes keep theirs."""
+    handles: dict[str, Any] = {}
+    for a in (*axes, ax):
+        for h, label in zip(*a.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, h)
+    if not handles:
+        return
+    leg = ax.legend(list(handles.values()), list(handles), loc="upper left",
+                    bbox_to_anchor=(1.01, 1.0), frameon=False, **kw)  # fmt: skip
+    points = leg.get_texts()[0].get_fontsize()
+    longest = max(len(label) for label in handles)
+    fig = ax.figure
+    fig.set_figwidth(fig.get_figwidth() + (0.55 * longest + 3.5) * points / 72)
 
 
 def integer_axis(axis: Any) -> None:

@@ -205,6 +205,20 @@ def paired(
     )
 
 
+def paired_by_config(
+    arms: list[Arm], prompts: Sequence[Any], cfg: dict[str, Any], *, progress: str, on_row: OnRow
+) -> list[dict[str, Any]]:
+    """`paired` with the experiment config's `max_new_tokens` and `warmup`."""
+    return paired(
+        arms,
+        prompts,
+        max_new_tokens=cfg["max_new_tokens"],
+        warmup=cfg["warmup"],
+        progress=progress,
+        on_row=on_row,
+    )
+
+
 def pair_figures(summary_arms: dict[str, Any], rows: list[dict[str, Any]]):
     """The figures of an experiment with one context: speedup, acceptance per position, the
     accepted-length histogram and where the time went."""

@@ -15,7 +15,7 @@ from specdec_lib.analysis.summary import summarize
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.store import ExperimentResult
 from specdec_lib.runner.context import Study, base_config, load_target, make_arm
-from specdec_lib.runner.execute import OnRow, Run, execute, paired
+from specdec_lib.runner.execute import OnRow, Run, execute, paired_by_config
 from specdec_lib.runner.prompts import prompts_for
 
 FIGURE_ARMS = ("k2", "k4", "k8", "adaptive")  # the acceptance-per-position figure's
@@ -57,14 +57,7 @@ def _k_sweep(S: Study, cfg: dict[str, Any], on_row: OnRow) -> Run:
     arms += [make_arm(S, loaded, f"k{k}", spec, k) for k in cfg["ks"]]
     arms.append(make_arm(S, loaded, "adaptive", f"adaptive:{spec}", cfg["adaptive"]["k_max"]))
     prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
-    rows = paired(
-        arms,
-        prompts,
-        max_new_tokens=cfg["max_new_tokens"],
-        warmup=cfg["warmup"],
-        progress="k sweep",
-        on_row=on_row,
-    )
+    rows = paired_by_config(arms, prompts, cfg, progress="k sweep", on_row=on_row)
     summary = k_sweep_summary(rows, summarize(rows), cfg)
 
     def figs(d: Path) -> None:

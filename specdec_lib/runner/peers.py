@@ -25,7 +25,7 @@ from specdec_lib.runner.context import (
     get_drafter,
     load_target,
 )
-from specdec_lib.runner.execute import OnRow, Run, execute, paired
+from specdec_lib.runner.execute import OnRow, Run, execute, paired_by_config
 from specdec_lib.runner.paired import Arm, Method
 from specdec_lib.runner.prompts import prompts_for
 
@@ -108,14 +108,7 @@ def _peers(S: Study, cfg: dict[str, Any], peers_error: str | None, on_row: OnRow
         on_row(row)
 
     prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
-    rows = paired(
-        arms,
-        prompts,
-        max_new_tokens=cfg["max_new_tokens"],
-        warmup=cfg["warmup"],
-        progress="peers",
-        on_row=hook,
-    )
+    rows = paired_by_config(arms, prompts, cfg, progress="peers", on_row=hook)
     sm = summarize(rows)
     drop_acceptance(sm)
     summary = peers_summary(rows, sm, len(prompts), peers_error)

@@ -21,7 +21,7 @@ from specdec_lib.runner.context import (
     make_arm,
     transformer_specs,
 )
-from specdec_lib.runner.execute import OnRow, Run, execute, pair_figures, paired
+from specdec_lib.runner.execute import OnRow, Run, execute, pair_figures, paired, paired_by_config
 from specdec_lib.runner.prompts import prompts_for
 
 
@@ -73,14 +73,7 @@ def _baseline(S: Study, cfg: dict[str, Any], on_row: OnRow) -> Run:
     loaded = load_target(S)
     arms = build_arms(S, loaded, {}, cfg["k"])
     prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
-    rows = paired(
-        arms,
-        prompts,
-        max_new_tokens=cfg["max_new_tokens"],
-        warmup=cfg["warmup"],
-        progress="baseline",
-        on_row=on_row,
-    )
+    rows = paired_by_config(arms, prompts, cfg, progress="baseline", on_row=on_row)
     sm = summarize(rows)
     return Run(
         rows,
@@ -101,14 +94,7 @@ def _pair(S: Study, cfg: dict[str, Any], specs: dict[str, str], on_row: OnRow) -
     loaded = load_target(S)
     arms = build_arms(S, loaded, specs, cfg["k"])
     prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
-    rows = paired(
-        arms,
-        prompts,
-        max_new_tokens=cfg["max_new_tokens"],
-        warmup=cfg["warmup"],
-        progress=cfg["experiment"],
-        on_row=on_row,
-    )
+    rows = paired_by_config(arms, prompts, cfg, progress=cfg["experiment"], on_row=on_row)
     sm = summarize(rows)
     main = next(iter(specs))
     return Run(rows, {"arms": sm, "headline": headline_pair(sm, main)}, pair_figures(sm, rows))

@@ -288,6 +288,12 @@ def test_bench_quick_prints_a_table_and_one_json_line_last():
     for name, t in last["targets"].items():
         assert set(t) >= {"value", "threshold", "met"}, name
     assert "short_best_vs_baseline_c20" in last["targets"]
+    ceiling = last["ceiling"]  # the baseline's own next K tokens, verified in one call
+    assert ceiling["n_positions"] == 2 and set(ceiling["by_k"]) == {"1", "2", "4", "8", "16"}
+    for k, c in ceiling["by_k"].items():
+        assert c["ceiling"] == pytest.approx((int(k) + 1) / c["verify_cost"])
+    if packing_available():  # batch-invariant: the baseline's tokens verify as they decoded
+        assert ceiling["all_accepted"] is True
 
 
 def test_bench_full_path_runs_both_contexts_with_hf_at_its_best_k_at_context_20():

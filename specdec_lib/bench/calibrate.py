@@ -90,18 +90,28 @@ def _fastest_calls(
     return fastest
 
 
-def calibration_seqs(rows: list[dict], prompts, n_prompts: int, n_positions: int):
-    """Prompt + the baseline's first j tokens, at n_positions evenly spaced j, for the first
-    n_prompts prompts: where the costs are timed."""
-    seqs = []
+def baseline_prefixes(
+    rows: list[dict], prompts, n_prompts: int, n_positions: int, room: int = 0
+) -> list[tuple[list[int], list[int]]]:
+    """(prompt + the baseline's first j tokens, the baseline's tokens after them) at n_positions
+    evenly spaced j that leave at least `room` tokens after them, for the first n_prompts
+    prompts."""
+    out = []
     for r in sorted((r for r in rows if r["method"] == BASELINE), key=lambda r: r["prompt"]):
         if r["prompt"] >= n_prompts:
             break
         toks = [int(t) for t in str(r["tokens"]).split()]
         ids = list(prompts[r["prompt"]].ids)
         for i in range(n_positions):
-            seqs.append(ids + toks[: i * len(toks) // n_positions])
-    return seqs
+            j = i * max(len(toks) - room, 0) // n_positions
+            out.append((ids + toks[:j], toks[j:]))
+    return out
+
+
+def calibration_seqs(rows: list[dict], prompts, n_prompts: int, n_positions: int):
+    """Prompt + the baseline's first j tokens, at n_positions evenly spaced j, for the first
+    n_prompts prompts: where the costs are timed."""
+    return [seq for seq, _ in baseline_prefixes(rows, prompts, n_prompts, n_positions)]
 
 
 CEILING_KS = (1, 2, 4, 8, 16)
@@ -119,25 +129,19 @@ def ceiling(
     ks = (0, *CEILING_KS)
     best: dict[int, list[float]] = {k: [] for k in ks}
     all_accepted = True
-    base = sorted((r for r in rows if r["method"] == BASELINE), key=lambda r: r["prompt"])
-    for r in base[:n_prompts]:
-        toks = [int(x) for x in str(r["tokens"]).split()]
-        ids = list(prompts[r["prompt"]].ids)
-        for i in range(n_positions):
-            j = i * max(len(toks) - max(ks), 0) // max(n_positions, 1)
-            seq = ids + toks[:j]
-            prefill(lm, seq)
-            fastest = dict.fromkeys(ks, math.inf)
-            for _ in range(repeats):
-                for k in ks:
-                    draft = Draft(toks[j : j + k])
-                    t0 = time.perf_counter()
-                    verdict = verify_step(lm, seq, draft, greedy, gen)
-                    fastest[k] = min(fastest[k], time.perf_counter() - t0)
-                    all_accepted &= verdict.n_accepted == len(draft.tokens)
-                    lm.rollback(len(seq) - 1)
+    for seq, after in baseline_prefixes(rows, prompts, n_prompts, n_positions, max(ks)):
+        prefill(lm, seq)
+        fastest = dict.fromkeys(ks, math.inf)
+        for _ in range(repeats):
             for k in ks:
-                best[k].append(fastest[k])
+                draft = Draft(after[:k])
+                t0 = time.perf_counter()
+                verdict = verify_step(lm, seq, draft, greedy, gen)
+                fastest[k] = min(fastest[k], time.perf_counter() - t0)
+                all_accepted &= verdict.n_accepted == len(draft.tokens)
+                lm.rollback(len(seq) - 1)
+        for k in ks:
+            best[k].append(fastest[k])
     if not best[0]:
         return {}
     step = float(np.mean(best[0]))

@@ -26,7 +26,7 @@ FORCE_PY := $(if $(filter 1 true True yes,$(FORCE)),True,False)
 # the committed embedded results must be complete: no placeholder pages
 BOOK_FLAGS ?= $(if $(filter embedded,$(PROFILE)),--strict,)
 
-# W&B: offline (local files) unless WANDB_API_KEY is set (specdec_lib/tracking.py decides; make
+# W&B: offline (local files) unless WANDB_API_KEY is set (specdec_lib/environment/tracking.py decides; make
 # passes WANDB_MODE through untouched); WANDB_MODE=disabled turns it off.
 export TOKENIZERS_PARALLELISM ?= false
 # progress bars (in the executed notebooks too): one update every 10 s at most
@@ -51,10 +51,10 @@ download: setup
 	$(PY) -m specdec_lib.study download
 
 # One batch per results folder: a second `make evaluate` for the same RESULTS_DIR/PROFILE is
-# refused in one line while the first runs (specdec_lib/batch.py holds the lock).
+# refused in one line while the first runs (specdec_lib/environment/batch.py holds the lock).
 evaluate: setup
 	@mkdir -p $(OUT_NB)
-	@$(PY) -m specdec_lib.batch $(RESULTS_DIR)/$(PROFILE) -- \
+	@$(PY) -m specdec_lib.environment.batch $(RESULTS_DIR)/$(PROFILE) -- \
 	  $(MAKE) --no-print-directory _evaluate-locked
 
 _evaluate-locked:
@@ -83,5 +83,5 @@ notebooks: setup
 	$(PY) notebooks/make_notebooks.py
 
 gpu-check: setup
-	WANDB_MODE=disabled timeout 300 $(PY) -m specdec_lib.gpu_check \
+	WANDB_MODE=disabled timeout 300 $(PY) -m specdec_lib.environment.gpu_check \
 	  --out $(RESULTS_DIR)/gpu-check/report.json

@@ -5,9 +5,10 @@
 
 Every notebook: a Colab badge, a Colab-only setup cell (clone, read HF_TOKEN and WANDB_API_KEY
 from Colab's secrets without printing them, install what a run needs without replacing Colab's
-torch: `specdec_lib/colab.py`), one cell tagged `parameters` with typed literals only (papermill;
-`profile = "auto"` is resolved by `study.setup`), a cell that derives the run from the profile,
-then calls into `specdec_lib.study`, which writes the result files (see results/SCHEMA.md).
+torch: `specdec_lib/environment/colab.py`), one cell tagged `parameters` with typed literals
+only (papermill; `profile = "auto"` is resolved by `study.setup`), a cell that derives the
+run from the profile, then calls into `specdec_lib.study`, which writes the result files
+(see results/SCHEMA.md).
 The notebooks are committed without outputs.
 """
 
@@ -39,8 +40,8 @@ REPO_URL, BRANCH = repository()
 COLAB_SETUP = f"""\
 # Colab only (elsewhere this cell does nothing): clone the repository, copy HF_TOKEN and
 # WANDB_API_KEY from Colab's secrets into the environment (never printed), then install what a
-# notebook needs to run, keeping Colab's own torch (specdec_lib/colab.py). It says when the
-# runtime must be restarted. Results can go to Google Drive: mount it and set `results_dir`.
+# notebook needs to run, keeping Colab's own torch (specdec_lib/environment/colab.py). It says when
+# the runtime must be restarted. Results can go to Google Drive: mount it and set `results_dir`.
 import os
 import subprocess
 import sys
@@ -52,7 +53,7 @@ if "google.colab" in sys.modules:
         subprocess.run(["git", "clone", "--depth", "1", "-b", branch, repo, home], check=True)
     os.chdir(home)
     sys.path.insert(0, home)
-    from specdec_lib import colab
+    from specdec_lib.environment import colab
 
     colab.read_secrets()
     colab.install(colab.target_of(colab.auto_profile()))

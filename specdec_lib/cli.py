@@ -172,7 +172,7 @@ def _quiet_loading() -> None:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     from specdec_lib.drafters.registry import REGISTRY, parse
-    from specdec_lib.models import check_model_name
+    from specdec_lib.models.loading import check_model_name
 
     sampling = SamplingConfig(args.temperature, args.top_k, args.top_p, args.seed)
     draft = parse(args.draft)
@@ -184,8 +184,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
         raise SpecdecError(GREEDY_ONLY)
     prompts = read_prompts(args)
+    from specdec_lib.environment.runtime import setup
     from specdec_lib.generate import Generator  # heavy imports only once the input is sound
-    from specdec_lib.runtime import setup
 
     _quiet_loading()
     gen = Generator.load(args.target, args.draft, dtype=args.dtype, device=args.device, k=k)

@@ -16,14 +16,13 @@ import re
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlsplit
 
+from specdec_lib import ROOT
 from specdec_lib.errors import SpecdecError
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-BUNDLED_PATH = REPO_ROOT / "data" / "wikitext-2-raw" / "wiki.test.raw"
+BUNDLED_PATH = ROOT / "data" / "wikitext-2-raw" / "wiki.test.raw"
 BUNDLED_SPLIT = "test"
 HUB_DATASET = "Salesforce/wikitext"
 HUB_CONFIG = "wikitext-2-raw-v1"
@@ -122,7 +121,7 @@ def _load_bundled(split: str) -> Corpus:
     if not BUNDLED_PATH.is_file():
         raise SpecdecError(f"bundled WikiText-2 is missing at {BUNDLED_PATH}; restore it from git")
     text = BUNDLED_PATH.read_bytes().decode("utf-8")
-    relative = BUNDLED_PATH.relative_to(REPO_ROOT).as_posix()
+    relative = BUNDLED_PATH.relative_to(ROOT).as_posix()
     return Corpus(split_into_articles(text.split("\n")), f"bundled:{relative}", split)
 
 

@@ -15,7 +15,9 @@ from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import Generation, speculative_decode
 from specdec_lib.drafters import Drafter, build_drafter
 from specdec_lib.errors import SpecdecError
-from specdec_lib.models import LoadedModel, eos_token_ids, load_model
+from specdec_lib.models import LoadedModel
+from specdec_lib.models.loading import load_model
+from specdec_lib.models.pairing import eos_token_ids
 
 STATS_KEYS = (
     "new_tokens",

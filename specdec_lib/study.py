@@ -21,6 +21,7 @@ import sys
 from specdec_lib.analysis.agreement import CONTROL, EXIT, SEPARATE, SHARED, agreement_summary
 from specdec_lib.analysis.summary import ci_dict
 from specdec_lib.analysis.sweep import sweep_summary
+from specdec_lib.environment.hub import download, main
 from specdec_lib.results.catalog import NOTEBOOKS
 from specdec_lib.runner.agreement import run_agreement
 from specdec_lib.runner.context import (
@@ -41,7 +42,6 @@ from specdec_lib.runner.distribution import (
     first_token_samples,
 )
 from specdec_lib.runner.execute import display_result, rel
-from specdec_lib.runner.hub import download, main
 from specdec_lib.runner.k_sweep import run_k_sweep
 from specdec_lib.runner.peers import run_peers
 from specdec_lib.runner.prompts import prompts_for

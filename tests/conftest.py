@@ -258,11 +258,11 @@ def speculate(
 
 def embedded_model(dtype: str):
     """The embedded model on the CPU in dtype; skips where its package is not installed."""
-    from specdec_lib import models
+    from specdec_lib.models import embedded, loading
 
-    if not models.embedded_available():
+    if not embedded.embedded_available():
         pytest.skip("the embedded model package is not installed")
-    return models.load_model("embedded", dtype=dtype, device="cpu")
+    return loading.load_model("embedded", dtype=dtype, device="cpu")
 
 
 def wikitext_prompts_for(tokenizer, n: int, context_tokens: int = 20) -> list:

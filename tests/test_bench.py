@@ -19,8 +19,8 @@ from specdec_lib.core.decode import autoregressive_decode
 from specdec_lib.data import Article
 from specdec_lib.drafters.self_draft import early_exit_model
 from specdec_lib.errors import SpecdecError
+from specdec_lib.measure.peers import HFGenerator, hf_generate
 from specdec_lib.models import LoadedModel
-from specdec_lib.peers import HFGenerator, hf_generate
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -406,7 +406,7 @@ def test_measured_over_predicted_can_fail_where_the_accounting_identity_cannot()
 
 
 def test_thread_choice_alternates_and_keeps_each_counts_fastest(monkeypatch):
-    from specdec_lib import runtime
+    from specdec_lib.environment import runtime
 
     seen: list[int] = []
     set_threads = torch.set_num_threads
@@ -423,7 +423,7 @@ def test_thread_choice_alternates_and_keeps_each_counts_fastest(monkeypatch):
 
 
 def test_specdec_threads_overrides_the_timing(monkeypatch):
-    from specdec_lib import runtime
+    from specdec_lib.environment import runtime
 
     model = tiny_gemma(1, 2, vocab=BYTE_VOCAB, dtype=torch.float32, window=16)
     before = torch.get_num_threads()

@@ -17,7 +17,8 @@ import pytest
 import torch
 from packaging.requirements import Requirement
 
-from specdec_lib import colab, study
+from specdec_lib import study
+from specdec_lib.environment import colab
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRETS = {"HF_TOKEN": "hf_ColabSecretForTests0123456789", "WANDB_API_KEY": "colabwandb0123456789"}

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from specdec_lib import models
 from specdec_lib.cli import main
 from specdec_lib.config import SamplingConfig
 from specdec_lib.errors import SpecdecError
+from specdec_lib.models import embedded
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,9 +72,9 @@ def fake_cache(tmp_path, monkeypatch) -> Path:
     """A small stand-in for the embedded cache, recorded like a real build; the weights file
     is 'large' (sampled hash) because the limit is lowered."""
     monkeypatch.setenv("SPECDEC_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(models, "_FULL_HASH_LIMIT", 4096)
-    monkeypatch.setattr(models, "_BLOCK", 64)
-    d = models.embedded_cache_dir()
+    monkeypatch.setattr(embedded, "_FULL_HASH_LIMIT", 4096)
+    monkeypatch.setattr(embedded, "_BLOCK", 64)
+    d = embedded.embedded_cache_dir()
     write_fake_cache(d)
     return d
 
@@ -89,40 +89,40 @@ def write_fake_cache(d: Path, legacy: bool = False) -> None:
     (d / "tokenizer.json").write_text('{"model": {"vocab": {"a": 0}}}')
     info: dict = {"source": "test"}
     if not legacy:
-        info["files"] = models._file_records(d)
-    models._write_marker_info(d, info)
+        info["files"] = embedded._file_records(d)
+    embedded._write_marker_info(d, info)
 
 
 def test_a_sound_cache_passes_its_check(fake_cache):
-    assert models.cache_problem(fake_cache) is None
-    assert models.cache_problem(fake_cache, full=True) is None
+    assert embedded.cache_problem(fake_cache) is None
+    assert embedded.cache_problem(fake_cache, full=True) is None
 
 
 def test_a_deleted_tokenizer_is_detected_and_refused_in_one_line_without_the_package(
     fake_cache, monkeypatch
 ):
     (fake_cache / "tokenizer.json").unlink()
-    assert models.cache_problem(fake_cache) == "tokenizer.json is missing"
-    monkeypatch.setattr(models, "_has_module", lambda name: False)
+    assert embedded.cache_problem(fake_cache) == "tokenizer.json is missing"
+    monkeypatch.setattr(embedded, "_has_module", lambda name: False)
     with pytest.raises(SpecdecError, match=r"is damaged \(tokenizer.json is missing\)") as e:
-        models.ensure_embedded_cache()
+        embedded.ensure_embedded_cache()
     assert "\n" not in str(e.value)
 
 
 def test_a_truncated_weights_file_is_rebuilt_when_the_package_is_there(fake_cache, monkeypatch):
     w = fake_cache / "model.safetensors"
     w.write_bytes(w.read_bytes()[:1000])
-    assert "model.safetensors is 1,000 bytes" in models.cache_problem(fake_cache)
+    assert "model.safetensors is 1,000 bytes" in embedded.cache_problem(fake_cache)
     built = []
 
     def fake_build(target: Path) -> None:
         built.append(target)
         write_fake_cache(target)
 
-    monkeypatch.setattr(models, "_has_module", lambda name: True)
-    monkeypatch.setattr(models, "_build_embedded_cache", fake_build)
-    assert models.ensure_embedded_cache() == fake_cache
-    assert built == [fake_cache] and models.cache_problem(fake_cache) is None
+    monkeypatch.setattr(embedded, "_has_module", lambda name: True)
+    monkeypatch.setattr(embedded, "_build_embedded_cache", fake_build)
+    assert embedded.ensure_embedded_cache() == fake_cache
+    assert built == [fake_cache] and embedded.cache_problem(fake_cache) is None
 
 
 def test_damage_to_a_sampled_block_is_caught_every_load_and_anywhere_by_the_full_check(
@@ -132,28 +132,28 @@ def test_damage_to_a_sampled_block_is_caught_every_load_and_anywhere_by_the_full
     data = bytearray(w.read_bytes())
     data[-10] ^= 0xFF  # inside the last block, which is always sampled
     w.write_bytes(bytes(data))
-    assert "sampled sha256" in models.cache_problem(fake_cache)
+    assert "sampled sha256" in embedded.cache_problem(fake_cache)
     data[-10] ^= 0xFF
     data[len(data) // 2 + 3 * 64 + 7] ^= 0xFF  # between sampled blocks: the full check's job
     w.write_bytes(bytes(data))
-    assert models.cache_problem(fake_cache) is None  # the documented limit of the fast check
-    assert "does not match its recorded sha256" in models.cache_problem(fake_cache, full=True)
+    assert embedded.cache_problem(fake_cache) is None  # the documented limit of the fast check
+    assert "does not match its recorded sha256" in embedded.cache_problem(fake_cache, full=True)
 
 
 def test_a_legacy_cache_is_adopted_only_when_its_weights_are_whole(tmp_path, monkeypatch):
-    monkeypatch.setattr(models, "_FULL_HASH_LIMIT", 4096)
+    monkeypatch.setattr(embedded, "_FULL_HASH_LIMIT", 4096)
     good, bad = tmp_path / "good", tmp_path / "bad"
     write_fake_cache(good, legacy=True)
-    assert models.cache_problem(good) is None
-    assert "files" in json.loads((good / models._MARKER).read_text())  # recorded from now on
+    assert embedded.cache_problem(good) is None
+    assert "files" in json.loads((good / embedded._MARKER).read_text())  # recorded from now on
     write_fake_cache(bad, legacy=True)
     w = bad / "model.safetensors"
     w.write_bytes(w.read_bytes()[:-100])
-    assert models.cache_problem(bad) == "model.safetensors is truncated or its header is damaged"
+    assert embedded.cache_problem(bad) == "model.safetensors is truncated or its header is damaged"
 
 
 def test_an_incomplete_cache_that_cannot_be_written_is_one_line(fake_cache, monkeypatch):
-    (fake_cache / models._MARKER).unlink()
+    (fake_cache / embedded._MARKER).unlink()
 
     class ReadOnlyLock:
         def __init__(self, path):
@@ -165,10 +165,10 @@ def test_an_incomplete_cache_that_cannot_be_written_is_one_line(fake_cache, monk
         def __exit__(self, *exc):
             return False
 
-    monkeypatch.setattr(models, "_has_module", lambda name: True)
-    monkeypatch.setattr(models, "FileLock", ReadOnlyLock)
+    monkeypatch.setattr(embedded, "_has_module", lambda name: True)
+    monkeypatch.setattr(embedded, "FileLock", ReadOnlyLock)
     with pytest.raises(SpecdecError, match="cannot be written \\(Permission denied\\)") as e:
-        models.ensure_embedded_cache()
+        embedded.ensure_embedded_cache()
     assert "SPECDEC_CACHE" in str(e.value) and "\n" not in str(e.value)
 
 
@@ -495,7 +495,7 @@ def test_a_profile_with_a_wrong_type_or_value_is_one_line(tmp_path, key, value, 
 
 
 def test_malformed_yaml_and_non_mapping_profiles_are_one_line(tmp_path):
-    from specdec_lib.profiles import load_profile
+    from specdec_lib.environment.profiles import load_profile
 
     (tmp_path / "broken.yaml").write_text("name: x\nexperiments: {baseline: [\n", "utf-8")
     with pytest.raises(SpecdecError, match="is not valid YAML at line"):
@@ -509,7 +509,8 @@ def test_malformed_yaml_and_non_mapping_profiles_are_one_line(tmp_path):
 
 
 def test_the_shipped_profiles_pass_and_sources_match_the_data_module():
-    from specdec_lib import data, profiles
+    from specdec_lib import data
+    from specdec_lib.environment import profiles
 
     good, bad = profiles.all_profiles()
     assert bad == {} and {p["name"] for p in good} >= {"embedded", "smoke", "colab-t4"}
@@ -521,7 +522,7 @@ def test_one_malformed_profile_does_not_break_the_book_page_for_the_others(tmp_p
     malformed file: smoke is tabled, the bad file is listed as not shown."""
     import re
 
-    from specdec_lib import profiles
+    from specdec_lib.environment import profiles
 
     write_profile(tmp_path, "smoke", lambda p: None)
     (tmp_path / "broken.yaml").write_text("target: [unclosed\n", "utf-8")
@@ -547,7 +548,8 @@ def test_a_second_batch_for_the_same_folder_is_refused_in_one_line(tmp_path):
     folder = tmp_path / "results" / "smoke"
     started = tmp_path / "started"
     first = subprocess.Popen(
-        [sys.executable, "-m", "specdec_lib.batch", str(folder), "--", sys.executable, "-c",
+        [sys.executable, "-m", "specdec_lib.environment.batch", str(folder), "--",
+         sys.executable, "-c",
          f"import pathlib, time; pathlib.Path({str(started)!r}).touch(); time.sleep(60)"],
         cwd=ROOT,
         start_new_session=True,  # so that the holder and its command are killed together
@@ -560,7 +562,7 @@ def test_a_second_batch_for_the_same_folder_is_refused_in_one_line(tmp_path):
             assert first.returncode is None
             time.sleep(0.1)
         second = subprocess.run(
-            [sys.executable, "-m", "specdec_lib.batch", str(folder), "--", "true"],
+            [sys.executable, "-m", "specdec_lib.environment.batch", str(folder), "--", "true"],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -574,7 +576,7 @@ def test_a_second_batch_for_the_same_folder_is_refused_in_one_line(tmp_path):
         first.wait(timeout=30)
     # the lock dies with its holder: the next batch runs
     again = subprocess.run(
-        [sys.executable, "-m", "specdec_lib.batch", str(folder), "--", "true"],
+        [sys.executable, "-m", "specdec_lib.environment.batch", str(folder), "--", "true"],
         cwd=ROOT,
         timeout=120,
     )
@@ -584,7 +586,7 @@ def test_a_second_batch_for_the_same_folder_is_refused_in_one_line(tmp_path):
 def test_make_evaluate_runs_its_notebooks_and_book_under_the_batch_lock():
     text = (ROOT / "Makefile").read_text(encoding="utf-8")
     evaluate = text.split("\nevaluate:", 1)[1].split("\n\n", 1)[0]
-    assert "-m specdec_lib.batch $(RESULTS_DIR)/$(PROFILE) --" in evaluate
+    assert "-m specdec_lib.environment.batch $(RESULTS_DIR)/$(PROFILE) --" in evaluate
     assert "_evaluate-locked" in evaluate
     locked = text.split("\n_evaluate-locked:", 1)[1].split("\n\n", 1)[0]
     assert "papermill" in locked and "book" in locked

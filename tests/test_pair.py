@@ -128,7 +128,7 @@ def test_nan_logits_stop_the_agreement_pass(nan_target, target64, narrow_draft):
 
 
 def test_nan_logits_stop_top2_margin(nan_target):
-    from specdec_lib.runner.paired import Arm, Method, top2_margin
+    from specdec_lib.measure.paired import Arm, Method, top2_margin
 
     generator = type("G", (), {})()
     generator.target = type("T", (), {"model": nan_target})()
@@ -152,7 +152,7 @@ def tiny_pair():
 
 
 def test_hf_assisted_generation_gets_both_tokenizers_when_vocab_sizes_differ(tiny_pair):
-    from specdec_lib.peers import hf_generate
+    from specdec_lib.measure.peers import hf_generate
 
     target, draft = tiny_pair
     prompt = target.tokenizer.encode("The castle was built in the")
@@ -172,7 +172,7 @@ def test_hf_assisted_generation_gets_both_tokenizers_when_vocab_sizes_differ(tin
 
 
 def test_hf_generate_stops_on_nan_logits(tiny_pair):
-    from specdec_lib.peers import hf_generate
+    from specdec_lib.measure.peers import hf_generate
 
     target, _ = tiny_pair
     bad = copy.copy(target)
@@ -201,7 +201,7 @@ def test_self_draft_finds_the_decoder_of_a_conditional_generation_model(tiny_pai
 def test_gpu_check_skips_with_one_line_without_cuda(tmp_path, monkeypatch, capsys):
     import json
 
-    from specdec_lib import gpu_check
+    from specdec_lib.environment import gpu_check
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     out = tmp_path / "report.json"

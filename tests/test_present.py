@@ -53,7 +53,7 @@ def test_every_figure_the_batch_draws_has_a_written_caption():
 
 
 def test_reconciliation_lists_each_measurement_of_the_same_setup(synthetic):
-    from specdec_lib import reconcile
+    from specdec_lib.reporting import reconcile
 
     spec, k = reconcile.setup_of(synthetic)
     rows = reconcile.measurements(synthetic)
@@ -66,7 +66,7 @@ def test_reconciliation_lists_each_measurement_of_the_same_setup(synthetic):
 
 
 def test_the_agreement_rule_is_one_common_value_in_every_interval():
-    from specdec_lib.reconcile import overlap
+    from specdec_lib.reporting.reconcile import overlap
 
     assert overlap([{"ci_low": 0.9, "ci_high": 1.1}, {"ci_low": 1.0, "ci_high": 1.2}])
     assert not overlap([{"ci_low": 0.9, "ci_high": 0.95}, {"ci_low": 1.0, "ci_high": 1.2}])

@@ -18,9 +18,9 @@ import torch
 from specdec_lib.config import SamplingConfig, SpecConfig
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import autoregressive_decode
+from specdec_lib.environment.tracking import scrub
 from specdec_lib.errors import SpecdecError
 from specdec_lib.results.store import ResultStore, load_result, publish
-from specdec_lib.tracking import scrub
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -21,7 +21,7 @@ from specdec_lib.core.sampling import sample, uniform
 from specdec_lib.core.verify import Verdict
 from specdec_lib.drafters import BigramDrafter, ModelDrafter, NoDrafter, SelfDrafter
 from specdec_lib.drafters.adaptive import AdaptiveDrafter
-from specdec_lib.runner.paired import teacher_forced_agreement
+from specdec_lib.measure.paired import teacher_forced_agreement
 from tests.conftest import random_prompt
 
 

@@ -16,9 +16,10 @@ from conftest import FAKE_SECRETS, files_containing
 
 pytest.importorskip("wandb")
 
+from wandb_read import read_runs  # noqa: E402
+
+from specdec_lib.environment.tracking import Tracker  # noqa: E402
 from specdec_lib.results import catalog  # noqa: E402
-from specdec_lib.tracking import Tracker  # noqa: E402
-from specdec_lib.wandb_read import read_runs  # noqa: E402
 
 EXPERIMENTS = list(catalog.EXPERIMENTS)
 
@@ -117,7 +118,7 @@ def test_smoke_batch_runs_read_back(smoke_batch):
 
 
 def test_reader_rejects_other_files(tmp_path: Path):
-    from specdec_lib.wandb_read import records
+    from wandb_read import records
 
     f = tmp_path / "x.wandb"
     f.write_bytes(b"not a log at all")

@@ -14,7 +14,7 @@ import numpy as np
 from specdec_lib.analysis import stats
 from specdec_lib.results.catalog import BASELINE
 
-# arm -> Hugging Face generate's mode (`specdec_lib.peers.HFGenerator`)
+# arm -> Hugging Face generate's mode (`specdec_lib.measure.peers.HFGenerator`)
 HF_ARMS = {"hf-greedy": "greedy", "hf-prompt-lookup": "prompt_lookup", "hf-assisted": "assisted"}
 HF_GREEDY = "hf-greedy"
 ACCEPTANCE_KEYS = (

@@ -21,8 +21,8 @@ from specdec_lib.core.decode import clip_draft, prefill, verify_step
 from specdec_lib.core.sampling import make_generator
 from specdec_lib.drafters.base import Draft
 from specdec_lib.generate import Generator
+from specdec_lib.measure.paired import Arm
 from specdec_lib.results.catalog import BASELINE
-from specdec_lib.runner.paired import Arm
 
 
 @torch.inference_mode()

@@ -15,7 +15,6 @@ from typing import Any, TextIO
 import numpy as np
 import torch
 
-from specdec_lib import runtime
 from specdec_lib.analysis.summary import summarize
 from specdec_lib.bench.calibrate import calibrate, calibration_seqs, ceiling
 from specdec_lib.bench.configs import (
@@ -37,13 +36,15 @@ from specdec_lib.bench.figures import _best, _figures
 from specdec_lib.bench.memory import measure_memory
 from specdec_lib.bench.table import _print_summary, print_table
 from specdec_lib.bench.targets import _targets
+from specdec_lib.environment import runtime
 from specdec_lib.errors import SpecdecError
 from specdec_lib.generate import Generator, fit_ids_for
-from specdec_lib.models import LoadedModel, load_model
-from specdec_lib.peers import HFGenerator
+from specdec_lib.measure.paired import Arm, Method, run_paired
+from specdec_lib.measure.peers import HFGenerator
+from specdec_lib.models import LoadedModel
+from specdec_lib.models.loading import load_model
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.store import clean
-from specdec_lib.runner.paired import Arm, Method, run_paired
 
 # ----------------------------------------------------------------------------- arms
 

@@ -382,7 +382,7 @@ def measure(reps: int = 20, warmup: int = 3, context: int = 128, threads: int | 
     import platform
 
     from specdec_lib.core.cache import CachedLM
-    from specdec_lib.models import load_model
+    from specdec_lib.models.loading import load_model
 
     if threads is not None:
         torch.set_num_threads(threads)

@@ -339,7 +339,7 @@ def recipe_hash(cfg: DistillConfig) -> str:
 
 def cache_dir(target: LoadedModel, cfg: DistillConfig = DEFAULT) -> Path:
     """Beside the embedded model's cache: distilled-<target>-<recipe>."""
-    from specdec_lib.models import embedded_cache_dir
+    from specdec_lib.models.embedded import embedded_cache_dir
 
     name = f"distilled-{target_fingerprint(target.model)}-{recipe_hash(cfg)}"
     return embedded_cache_dir().parent / name

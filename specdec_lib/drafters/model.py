@@ -127,7 +127,8 @@ class ModelDrafter(Drafter):
 
 @register("model", forms=("model:ID_OR_PATH",), parse=lambda rest: (model_path(rest),))
 def _model(args, ctx: DraftContext) -> ModelDrafter:
-    from specdec_lib.models import load_model, shared_vocab_size
+    from specdec_lib.models.loading import load_model
+    from specdec_lib.models.pairing import shared_vocab_size
 
     draft = load_model(args[0], dtype=ctx.dtype, device=ctx.device)
     return ModelDrafter(

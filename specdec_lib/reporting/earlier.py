@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from specdec_lib import ROOT
 from specdec_lib.reporting.format import finite
-from specdec_lib.results.read import REPO_ROOT
 
-EARLIER_CSV = REPO_ROOT / "book" / "data" / "earlier_study.csv"
+EARLIER_CSV = ROOT / "book" / "data" / "earlier_study.csv"
 
 
 def earlier_study(path: Path = EARLIER_CSV) -> pd.DataFrame:

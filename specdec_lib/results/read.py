@@ -17,8 +17,8 @@ from specdec_lib.errors import SpecdecError
 from specdec_lib.results.catalog import EXPERIMENTS
 from specdec_lib.results.schema import result_problem
 from specdec_lib.results.store import ExperimentResult, load_result
+from specdec_lib import ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PROFILE = "embedded"
 REAL_PROFILES = ("embedded", "colab-t4")
 
@@ -31,7 +31,7 @@ def book_profile() -> str:
 def results_root() -> Path:
     """$SPECDEC_RESULTS (default results/); relative paths are taken from the repository root."""
     p = Path(os.environ.get("SPECDEC_RESULTS") or "results")
-    return p if p.is_absolute() else REPO_ROOT / p
+    return p if p.is_absolute() else ROOT / p
 
 
 @dataclass

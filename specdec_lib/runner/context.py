@@ -19,21 +19,24 @@ from typing import Any
 
 import torch
 
-from specdec_lib import colab, profiles
+from specdec_lib import ROOT
 from specdec_lib.drafters import Drafter, ModelDrafter
 from specdec_lib.drafters.registry import DraftContext, build
+from specdec_lib.environment import colab, profiles
+from specdec_lib.environment.runtime import current as current_runtime
+from specdec_lib.environment.runtime import env_threads
+from specdec_lib.environment.runtime import setup as setup_runtime
 from specdec_lib.errors import SpecdecError
 from specdec_lib.generate import Generator, fit_ids_for
-from specdec_lib.models import DTYPES, LoadedModel, load_model, shared_vocab_size
+from specdec_lib.measure.paired import Arm, Method
+from specdec_lib.models import LoadedModel
+from specdec_lib.models.device import DTYPES
+from specdec_lib.models.loading import load_model
+from specdec_lib.models.pairing import shared_vocab_size
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.store import ResultStore
-from specdec_lib.runner.paired import Arm, Method
 from specdec_lib.runner.tiny import TINY, TINY_DRAFT, tiny_random_model
-from specdec_lib.runtime import current as current_runtime
-from specdec_lib.runtime import env_threads
-from specdec_lib.runtime import setup as setup_runtime
 
-ROOT = Path(__file__).resolve().parents[2]
 PROFILES = profiles.PROFILES
 SPLIT_SEED = 0  # the fit/eval article split; generate.fit_ids_for fits the bigram on seed 0 too
 
@@ -43,7 +46,8 @@ SPLIT_SEED = 0  # the fit/eval article split; generate.fit_ids_for fits the bigr
 
 def load_profile(name: str) -> dict[str, Any]:
     """profiles/<name>.yaml (or a path to a YAML file) as a dict, checked against the typed
-    schema of `specdec_lib.profiles` (a bad value is a one-line SpecdecError, never coerced)."""
+    schema of `specdec_lib.environment.profiles` (a bad value is a one-line SpecdecError, never
+    coerced)."""
     return profiles.load_profile(name)
 
 

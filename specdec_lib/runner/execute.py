@@ -19,11 +19,11 @@ import torch
 
 from specdec_lib import plots, present
 from specdec_lib.config import SamplingConfig
-from specdec_lib.models import resolve_device, resolve_dtype
+from specdec_lib.environment.tracking import Tracker, cpu_model, environment, git_commit
+from specdec_lib.measure.paired import Arm, run_paired
+from specdec_lib.models.device import resolve_device, resolve_dtype
 from specdec_lib.results.store import Checkpoint, ExperimentResult, load_result, publish
 from specdec_lib.runner.context import ROOT, Study, load_target, roles, thread_choice
-from specdec_lib.runner.paired import Arm, run_paired
-from specdec_lib.tracking import Tracker, cpu_model, environment, git_commit
 
 WANDB_PROJECT = "specdec"
 

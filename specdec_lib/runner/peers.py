@@ -1,8 +1,9 @@
 """07: Hugging Face generate (greedy, prompt lookup, assisted) beside our baseline, n-gram lookup
-and transformer draft on the same prompts, interleaved per prompt (`specdec_lib.peers` wraps HF).
+and transformer draft on the same prompts, interleaved per prompt (`specdec_lib.measure.peers`
+wraps HF).
 
 Builds the config, arms and rows; the summary is `analysis.peers`'. Without a usable
-`specdec_lib.peers` it runs our arms only and says why in the summary.
+`specdec_lib.measure.peers` it runs our arms only and says why in the summary.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from specdec_lib.analysis.peers import HF_ARMS, drop_acceptance, peers_summary
 from specdec_lib.analysis.summary import summarize
 from specdec_lib.drafters.registry import parse
 from specdec_lib.drafters.self_draft import early_exit_model
+from specdec_lib.measure.paired import Arm, Method
 from specdec_lib.models import LoadedModel
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.store import ExperimentResult
@@ -26,7 +28,6 @@ from specdec_lib.runner.context import (
     load_target,
 )
 from specdec_lib.runner.execute import OnRow, Run, execute, paired_by_config
-from specdec_lib.runner.paired import Arm, Method
 from specdec_lib.runner.prompts import prompts_for
 
 
@@ -43,9 +44,10 @@ def assistant_for(S: Study, loaded: LoadedModel):
 
 
 def peers_problem() -> str | None:
-    """Why `specdec_lib.peers` (Hugging Face's side) cannot be used here; None when it can."""
+    """Why `specdec_lib.measure.peers` (Hugging Face's side) cannot be used here; None when it
+    can."""
     try:
-        import specdec_lib.peers  # noqa: F401 - an optional side: its failure is reported
+        import specdec_lib.measure.peers  # noqa: F401 - an optional side: its failure is reported
 
         return None
     except Exception as exc:  # noqa: BLE001 - reported in the summary, not fatal
@@ -58,7 +60,7 @@ def our_specs(S: Study) -> dict[str, str]:
 
 
 def peers_config(S: Study, peers_error: str | None) -> dict[str, Any]:
-    """07's config; HF's arms are in it only where `specdec_lib.peers` can run them."""
+    """07's config; HF's arms are in it only where `specdec_lib.measure.peers` can run them."""
     e = S.exp("peers")
     hf = {m: f"hf:{mode}" for m, mode in HF_ARMS.items()} if not peers_error else {}
     return {
@@ -75,14 +77,14 @@ def run_peers(S: Study) -> ExperimentResult:
     lookup and transformer draft on the same prompts, interleaved per prompt."""
     peers_error = peers_problem()
     if peers_error:
-        print(f"specdec_lib.peers is not usable ({peers_error}); running our arms only")
+        print(f"specdec_lib.measure.peers is not usable ({peers_error}); running our arms only")
     cfg = peers_config(S, peers_error)
     return execute(S, "peers", cfg, lambda on_row: _peers(S, cfg, peers_error, on_row))
 
 
 def hf_arms(S: Study, loaded: LoadedModel, k: int) -> list[Arm]:
     """One arm per Hugging Face mode; assisted generation with the transformer draft."""
-    from specdec_lib.peers import HFGenerator  # optional: only once it imported cleanly
+    from specdec_lib.measure.peers import HFGenerator  # optional: only once it imported cleanly
 
     assistant, assistant_tok = assistant_for(S, loaded)
     arms = []

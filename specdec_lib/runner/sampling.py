@@ -15,12 +15,12 @@ from specdec_lib.analysis.sampling import temperature_headline, temperature_rows
 from specdec_lib.analysis.summary import summarize
 from specdec_lib.config import SamplingConfig
 from specdec_lib.errors import SpecdecError
+from specdec_lib.measure.paired import Arm
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.store import ExperimentResult
 from specdec_lib.runner.context import Study, arm_name, base_config, build_arms, load_target
 from specdec_lib.runner.distribution import distribution_checks
 from specdec_lib.runner.execute import OnRow, Run, execute, paired
-from specdec_lib.runner.paired import Arm
 from specdec_lib.runner.prompts import prompts_for
 
 

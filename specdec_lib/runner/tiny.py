@@ -22,7 +22,8 @@ from transformers import (
 )
 
 from specdec_lib.data import BUNDLED_PATH
-from specdec_lib.models import LoadedModel, resolve_device
+from specdec_lib.models import LoadedModel
+from specdec_lib.models.device import resolve_device
 
 TINY = "tiny-random"
 TINY_DRAFT = "tiny-random-draft"  # `model:tiny-random-draft`: the smoke-pair's draft

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from huggingface_hub import snapshot_download
 
-from specdec_lib import profiles
 from specdec_lib.data import hub_offline, hub_reachable, load_wikitext
-from specdec_lib.models import ensure_embedded_cache
+from specdec_lib.environment import profiles
+from specdec_lib.models.embedded import ensure_embedded_cache
 
 HUB_TIMEOUT_S = 5.0
 WEIGHT_FILES = ["*.json", "*.safetensors", "tokenizer*", "*.model"]

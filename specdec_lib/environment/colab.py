@@ -23,7 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from specdec_lib import ROOT
+
 SECRET_NAMES = ("HF_TOKEN", "WANDB_API_KEY")
 # What `make evaluate` / tests / the book need but a notebook run does not.
 DEV_ONLY = {"jupyter-book", "pytest", "ruff", "papermill", "nbformat", "ipykernel"}

@@ -1,4 +1,5 @@
-"""One batch at a time per results folder: `python -m specdec_lib.batch DIR -- COMMAND ...`.
+"""One batch at a time per results folder:
+`python -m specdec_lib.environment.batch DIR -- COMMAND ...`.
 
 Runs COMMAND while holding `DIR/.batch.lock` (`make evaluate` wraps its notebooks and the book
 build in it, with DIR = <RESULTS_DIR>/<PROFILE>). The per-experiment locks of `experiments` only
@@ -66,7 +67,10 @@ def run_locked(folder: Path, command: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 3 or args[1] != "--":
-        print("usage: python -m specdec_lib.batch DIR -- COMMAND [ARGS...]", file=sys.stderr)
+        print(
+            "usage: python -m specdec_lib.environment.batch DIR -- COMMAND [ARGS...]",
+            file=sys.stderr,
+        )
         return 2
     return run_locked(Path(args[0]), args[2:])
 

@@ -21,10 +21,10 @@ from typing import Any
 
 import yaml
 
+from specdec_lib import ROOT
 from specdec_lib.config import MAX_K, MAX_SEED, MAX_TEMPERATURE, MIN_TEMPERATURE
 from specdec_lib.errors import SpecdecError
 
-ROOT = Path(__file__).resolve().parents[1]
 PROFILES = ROOT / "profiles"
 DTYPES = ("auto", "float32", "bfloat16", "float16", "float64")  # float64: tiny-random only
 DEVICES = ("auto", "cpu", "cuda")

@@ -37,7 +37,8 @@ from specdec_lib.config import SamplingConfig, SpecConfig
 from specdec_lib.core.cache import CachedLM, check_finite
 from specdec_lib.core.decode import Generation, GenStats, device_sync
 from specdec_lib.errors import SpecdecError
-from specdec_lib.models import LoadedModel, eos_token_ids
+from specdec_lib.models import LoadedModel
+from specdec_lib.models.pairing import eos_token_ids
 
 MODES = ("greedy", "prompt_lookup", "assisted")
 

@@ -118,7 +118,7 @@ def precision_facts(device: str | None) -> dict[str, Any]:
     a CPU with AVX512-BF16/AMX): a T4 runs bfloat16 emulated, and its timings say so."""
     import torch
 
-    from specdec_lib.models import bf16_native
+    from specdec_lib.models.device import bf16_native
 
     facts: dict[str, Any] = {"gpu_capability": None, "bf16_native": None}
     if not device:

@@ -12,10 +12,10 @@ import subprocess
 import sys
 import warnings
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from specdec_lib import ROOT
+
 LIBRARY = ("specdec_lib",)
 
 
@@ -92,7 +92,7 @@ def build_markdown() -> str:
         os_name = platform.freedesktop_os_release().get("PRETTY_NAME", platform.system())
     except OSError:
         os_name = f"{platform.system()} {platform.release()}"
-    from specdec_lib.tracking import cpu_model
+    from specdec_lib.environment.tracking import cpu_model
 
     return (
         f"The book itself was built on {cpu_model() or platform.machine()}, {os_name}, with "
@@ -115,8 +115,8 @@ def reuse_markdown(p: Any) -> str:
     try:
         with warnings.catch_warnings():  # tqdm's "IProgress not found" in a kernel's stderr
             warnings.simplefilter("ignore")
-            from specdec_lib.models import resolve_device, resolve_dtype
-        from specdec_lib.tracking import cpu_model
+            from specdec_lib.models.device import resolve_device, resolve_dtype
+        from specdec_lib.environment.tracking import cpu_model
 
         device = resolve_device(str(prof.get("device", "auto")))
         dtype = str(resolve_dtype(str(prof.get("dtype", "auto")), device)).removeprefix("torch.")

@@ -12,7 +12,8 @@ What it checks (each a pass/fail line and an entry of the report):
   caches are dropped (no cache survives a generation's reset).
 Without a CUDA device it prints one line saying it skipped, writes a report saying so, and exits 0.
 
-    python -m specdec_lib.gpu_check [--out results/gpu-check/report.json] [--device cuda]
+    python -m specdec_lib.environment.gpu_check [--out results/gpu-check/report.json]
+        [--device cuda]
 
 Knows nothing about the book. Never reads a secret.
 """
@@ -145,7 +146,9 @@ def check_memory(device: torch.device, before: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m specdec_lib.gpu_check", description=__doc__)
+    ap = argparse.ArgumentParser(
+        prog="python -m specdec_lib.environment.gpu_check", description=__doc__
+    )
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--device", default="cuda", help="cuda (the check); cpu only to try it out")
     args = ap.parse_args(argv)

@@ -1,0 +1,143 @@
+"""`load_model`: "embedded", a local directory or a hub id -> a `LoadedModel` in eval mode with
+gradients off; `check_model_name` refuses a bad name in one line before anything loads. Never
+prints, logs or raises the Hugging Face token.
+
+Knows nothing about decoding, prompts or data sets.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import torch
+from huggingface_hub import errors as hub_errors
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    PreTrainedModel,
+)
+
+from specdec_lib.errors import SpecdecError
+from specdec_lib.models import LoadedModel
+from specdec_lib.models.device import resolve_device, resolve_dtype
+from specdec_lib.models.embedded import EMBEDDED, ensure_embedded_cache
+
+_OFFLINE_HINT = "run `make download` where the hub is reachable"
+
+
+def load_model(name: str, *, dtype: str = "auto", device: str = "auto") -> LoadedModel:
+    """Load "embedded", a local directory or a hub id as an inference-only causal LM."""
+    torch_device = resolve_device(device)
+    resolve_dtype(dtype, torch_device)  # a bad dtype or device is one line, before any download
+    source, local = _resolve_source(name)
+    token = None if local else os.environ.get("HF_TOKEN")
+    try:
+        family = _model_type(source, local, token)
+        torch_dtype = resolve_dtype(dtype, torch_device, family)
+        model = _load_weights(source, torch_dtype, local, token)
+        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local, token=token)
+    except (OSError, ValueError, hub_errors.HfHubHTTPError) as exc:
+        raise SpecdecError(_load_error_message(name, exc, token)) from None
+    model.to(torch_device)
+    model.eval()
+    model.requires_grad_(False)
+    vocab_size = int(model.get_output_embeddings().weight.shape[0])
+    return LoadedModel(model, tokenizer, name, torch_dtype, torch_device, vocab_size)
+
+
+_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?")
+_NAME_HINT = (
+    "pass 'embedded', a directory holding config.json, or a hub id such as google/gemma-3-1b-pt"
+)
+
+
+def check_model_name(name: object) -> None:
+    """Refuse, without loading anything, a name that cannot be a model: empty, a path that is no
+    model directory (a file, a folder without config.json), or not a hub id."""
+    if not isinstance(name, str) or not name.strip():
+        raise SpecdecError(f"model name {name!r} is empty; {_NAME_HINT}")
+    if name == EMBEDDED:
+        return
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise SpecdecError(f"model {name!r} is a directory without config.json; {_NAME_HINT}")
+        return
+    if path.exists() or name.startswith((".", "/", "~")) or not _HUB_ID.fullmatch(name):
+        raise SpecdecError(f"model {name!r} is not a model directory or a hub id; {_NAME_HINT}")
+
+
+def _resolve_source(name: str) -> tuple[str, bool]:
+    """(what to pass to from_pretrained, whether it is a local directory)."""
+    check_model_name(name)
+    if name == EMBEDDED:
+        return str(ensure_embedded_cache()), True
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return str(path), True
+    return name, False
+
+
+def _model_type(source: str, local: bool, token: str | None) -> str | None:
+    """The config's model_type ("gemma3", "gemma3_text", ...), read before the weights."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(source, local_files_only=local, token=token)
+    return getattr(config, "model_type", None)
+
+
+def _load_weights(
+    source: str, dtype: torch.dtype, local: bool, token: str | None
+) -> PreTrainedModel:
+    """from_pretrained with sdpa attention, falling back to eager where a model lacks sdpa."""
+    kwargs = {"dtype": dtype, "local_files_only": local, "token": token}
+    try:
+        return AutoModelForCausalLM.from_pretrained(source, attn_implementation="sdpa", **kwargs)
+    except ValueError as exc:
+        if "scaled_dot_product_attention" not in str(exc):
+            raise
+        return AutoModelForCausalLM.from_pretrained(source, attn_implementation="eager", **kwargs)
+
+
+def _load_error_message(name: str, exc: BaseException, token: str | None) -> str:
+    """One line that says why `name` did not load and how to fix it (never the token)."""
+    chain = _exception_chain(exc)
+    if any(isinstance(e, hub_errors.GatedRepoError) for e in chain):
+        message = f"model {name!r} is gated: accept its licence on the hub and set HF_TOKEN"
+    elif any(isinstance(e, hub_errors.RepositoryNotFoundError) for e in chain):
+        message = (
+            f"model {name!r} was not found on the hub: check the id "
+            "(or set HF_TOKEN if it is private)"
+        )
+    elif any(isinstance(e, _OFFLINE_ERRORS) for e in chain):
+        message = (
+            f"model {name!r} is not in the local cache and the hub is offline or unreachable; "
+            f"{_OFFLINE_HINT}"
+        )
+    else:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        message = f"model {name!r} could not be loaded: {first_line}"
+    return _redact(message, token)
+
+
+_OFFLINE_ERRORS = (
+    hub_errors.LocalEntryNotFoundError,
+    hub_errors.OfflineModeIsEnabled,
+    ConnectionError,
+)
+
+
+def _exception_chain(exc: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _redact(message: str, token: str | None) -> str:
+    one_line = " ".join(message.split())
+    return one_line.replace(token, "***") if token else one_line

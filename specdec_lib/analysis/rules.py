@@ -51,14 +51,19 @@ class Interval:
         d = d or {}
         v = d.get("value", d.get("median", d.get("mean")))
         count = n if n is not None else d.get("n", d.get("n_prompts", d.get("n_documents", 0)))
-        return cls(_f(v), _f(d.get("ci_low")), _f(d.get("ci_high")), int(count or 0))
+        return cls(
+            _float_or_nan(v),
+            _float_or_nan(d.get("ci_low")),
+            _float_or_nan(d.get("ci_high")),
+            int(count or 0),
+        )
 
     @property
     def finite(self) -> bool:
         return all(math.isfinite(x) for x in (self.value, self.lo, self.hi))
 
 
-def _f(x: object) -> float:
+def _float_or_nan(x: object) -> float:
     try:
         return float(x)  # type: ignore[arg-type]
     except (TypeError, ValueError):

@@ -25,7 +25,7 @@ from specdec_lib.analysis.changes import (
     test_range,
 )
 from specdec_lib.results.catalog import BASELINE
-from specdec_lib.results.read import Profile, sweep_contexts, sweep_table
+from specdec_lib.results.read import Profile, stored_sweep_table, sweep_contexts
 from specdec_lib.results.store import ExperimentResult
 
 NAN_INTERVAL = {"value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n_prompts": 0}
@@ -44,10 +44,6 @@ class Finding:
     inputs: dict[str, Any] = field(default_factory=dict)
     missing: tuple[str, ...] = ()
     stale: tuple[str, str] | None = None  # (experiment, key)
-
-
-def _iv(d: dict) -> rules.Interval:
-    return rules.Interval.of(d)
 
 
 def not_tested(key: str, *missing: str, stale: tuple[str, str] | None = None, **inputs) -> Finding:
@@ -71,7 +67,7 @@ def h1_recomputation(p: Profile) -> Finding:
         "growth_off": growth(off.rows, BASELINE, c0, c1),
         "same_config": same,
     }
-    return Finding("H1", rules.h1_rule(_iv(q)), q, (c0, c1), inputs)
+    return Finding("H1", rules.h1_rule(rules.Interval.of(q)), q, (c0, c1), inputs)
 
 
 def published_arithmetic(published: pd.DataFrame) -> dict[str, Any]:
@@ -98,14 +94,14 @@ def h2_single_baseline(p: Profile, published: pd.DataFrame) -> Finding:
     context to 100 on the same prompts."""
     arithmetic = published_arithmetic(published)
     sweep = p.get("context_sweep")
-    if sweep_table(sweep) is None:
+    if stored_sweep_table(sweep) is None:
         return not_tested("H2", "context_sweep", **arithmetic)
     ref = int((sweep.summary.get("earlier_style") or {}).get("reference_context", 20))
     ctx = sweep_contexts(sweep)
     c1 = 100 if 100 in ctx else max(ctx)
     measurable = ref in ctx and c1 != ref
     g = growth(sweep.rows, BASELINE, ref, c1, per_token=False) if measurable else NAN_INTERVAL
-    label = rules.h2_rule(arithmetic["all_match"], _iv(g))
+    label = rules.h2_rule(arithmetic["all_match"], rules.Interval.of(g))
     return Finding("H2", label, g, (ref, c1), arithmetic)
 
 
@@ -133,7 +129,7 @@ def h3_label(res: ExperimentResult, draft: str, implied_change: dict) -> str | N
     kind = (res.summary.get("kinds") or {}).get(draft)
     if kind is None or kind.startswith(("shares", "context-free")):
         return None
-    return rules.h3_rule(_iv(implied_change))
+    return rules.h3_rule(rules.Interval.of(implied_change))
 
 
 def h3_divergence(p: Profile) -> Finding:
@@ -156,7 +152,7 @@ def h3_divergence(p: Profile) -> Finding:
         "positions": res.summary.get("continuation_tokens"),
         "others": [d for d in divergent_drafts(res) if d != prim],
     }
-    return Finding("H3", rules.h3_rule(_iv(imp)), imp, (c0, c1), inputs)
+    return Finding("H3", rules.h3_rule(rules.Interval.of(imp)), imp, (c0, c1), inputs)
 
 
 def sweep_primary(res: ExperimentResult | None) -> str | None:
@@ -165,7 +161,7 @@ def sweep_primary(res: ExperimentResult | None) -> str | None:
         return None
     prim = res.summary.get("primary") or res.config.get("primary")
     kinds = res.summary.get("kinds") or {}
-    t = sweep_table(res)
+    t = stored_sweep_table(res)
     arms = set(t["method"]) if t is not None else set(res.arms)
     if prim in arms and prim in kinds and not kinds[prim].startswith("shares"):
         return prim
@@ -190,7 +186,7 @@ def h4_prompt_confound(p: Profile) -> Finding:
         "swap": prompt_swap_change(sweep.rows, arm, c0, c1),
         "same_documents": same_documents(sweep.rows, arm),
     }
-    return Finding("H4", rules.h4_rule(_iv(same)), same, (c0, c1), inputs)
+    return Finding("H4", rules.h4_rule(rules.Interval.of(same)), same, (c0, c1), inputs)
 
 
 def findings(p: Profile, published: pd.DataFrame) -> list[Finding]:

@@ -13,7 +13,7 @@ import pandas as pd
 from specdec_lib.reporting.earlier import earlier_table
 from specdec_lib.reporting.format import as_float, central, ci, ci_pct, finite, num, pct
 from specdec_lib.results.catalog import BASELINE, EXPERIMENTS
-from specdec_lib.results.read import Profile, role_arm, sweep_table
+from specdec_lib.results.read import Profile, role_arm, stored_sweep_table
 from specdec_lib.results.store import ExperimentResult
 
 EARLIER_WAY = "speedup (earlier study's way)"
@@ -24,7 +24,7 @@ def study_table(p: Profile) -> pd.DataFrame | None:
     that study computed it), plus the paired speedup against the same context's own baseline.
     From the cached context sweep when present, else from the bigram / transformer experiments."""
     sweep = p.get("context_sweep")
-    t = sweep_table(sweep)
+    t = stored_sweep_table(sweep)
     if t is not None:
         ref = int((sweep.summary.get("earlier_style") or {}).get("reference_context", 20))
         ref_wall = as_float(

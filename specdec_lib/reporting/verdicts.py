@@ -39,7 +39,7 @@ STALE = (
 
 
 @dataclass
-class Verdict:
+class HypothesisVerdict:
     key: str  # H1..H4
     hypothesis: str
     label: str  # one of LABELS
@@ -80,8 +80,12 @@ def scope(p: Profile) -> str:
     return f"{model} on {where}"
 
 
-def _verdict(f: Finding, p: Profile, text: str, numbers: dict[str, str], **kw: str) -> Verdict:
-    return Verdict(f.key, HYPOTHESES[f.key], f.label, text, numbers, f.q, scope=scope(p), **kw)
+def _verdict(
+    f: Finding, p: Profile, text: str, numbers: dict[str, str], **kw: str
+) -> HypothesisVerdict:
+    return HypothesisVerdict(
+        f.key, HYPOTHESES[f.key], f.label, text, numbers, f.q, scope=scope(p), **kw
+    )
 
 
 def _not_tested_text(f: Finding, p: Profile) -> str:
@@ -90,7 +94,7 @@ def _not_tested_text(f: Finding, p: Profile) -> str:
     return f"The profile `{p.name}` lacks {', '.join(f'`{n}`' for n in f.missing)}."
 
 
-def h1_prose(f: Finding, p: Profile) -> Verdict:
+def h1_prose(f: Finding, p: Profile) -> HypothesisVerdict:
     if f.label == rules.NOT_TESTED:
         return _verdict(f, p, _not_tested_text(f, p), {})
     (c0, c1), g_on, g_off = f.contexts, f.inputs["growth_on"], f.inputs["growth_off"]
@@ -122,7 +126,7 @@ def h1_prose(f: Finding, p: Profile) -> Verdict:
     return _verdict(f, p, text, nums, shows=shows, cannot=cannot)
 
 
-def h2_prose(f: Finding, p: Profile) -> Verdict:
+def h2_prose(f: Finding, p: Profile) -> HypothesisVerdict:
     a = f.inputs
     reproduced = f"{a['matching']} of {a['rows']}"
     nums = {"published rows reproduced by one divisor": reproduced}
@@ -163,7 +167,7 @@ def _h3_cannot(p: Profile) -> str:
     return "what happened in the earlier study's own runs, whose prompts and code we do not have."
 
 
-def h3_prose(f: Finding, p: Profile) -> Verdict:
+def h3_prose(f: Finding, p: Profile) -> HypothesisVerdict:
     if f.label == rules.NOT_TESTED:
         return _verdict(f, p, _not_tested_text(f, p), {})
     a, (c0, c1) = f.inputs, f.contexts
@@ -198,7 +202,7 @@ def h3_prose(f: Finding, p: Profile) -> Verdict:
     return _verdict(f, p, text, nums, shows=shows, cannot=_h3_cannot(p))
 
 
-def h4_prose(f: Finding, p: Profile) -> Verdict:
+def h4_prose(f: Finding, p: Profile) -> HypothesisVerdict:
     if f.label == rules.NOT_TESTED:
         return _verdict(f, p, _not_tested_text(f, p), {})
     a, (c0, c1), swap = f.inputs, f.contexts, f.inputs["swap"]
@@ -240,7 +244,7 @@ def h4_prose(f: Finding, p: Profile) -> Verdict:
 PROSE = {"H1": h1_prose, "H2": h2_prose, "H3": h3_prose, "H4": h4_prose}
 
 
-def verdicts(p: Profile) -> list[Verdict]:
+def verdicts(p: Profile) -> list[HypothesisVerdict]:
     return [PROSE[f.key](f, p) for f in findings(p, earlier_recomputed())]
 
 
@@ -270,11 +274,11 @@ def h3_per_draft(res: ExperimentResult) -> pd.DataFrame | None:
     return pd.DataFrame(rows) if rows else None
 
 
-def verdict_table(vs: Sequence[Verdict]) -> pd.DataFrame:
+def verdict_table(vs: Sequence[HypothesisVerdict]) -> pd.DataFrame:
     return pd.DataFrame([v.row() for v in vs])
 
 
-def verdicts_markdown(vs: Sequence[Verdict]) -> str:
+def verdicts_markdown(vs: Sequence[HypothesisVerdict]) -> str:
     return "\n".join(f"- **{v.key} ({v.hypothesis}): {v.label}.** {v.text}" for v in vs)
 
 
@@ -283,7 +287,7 @@ def rule_markdown(key: str) -> str:
     return admonition(rules.RULES[key], "note", f"Rule for {key} (fixed before the runs)")
 
 
-SAY = {  # the bottom line's clause for each hypothesis and label
+BOTTOM_LINE_CLAUSE = {  # the bottom line's clause for each hypothesis and label
     "H1": {
         rules.SUPPORTED: "Decoding without a KV cache makes long contexts much slower per token "
         "than decoding with one",
@@ -318,16 +322,16 @@ SAY = {  # the bottom line's clause for each hypothesis and label
 }
 
 
-def bottom_line(p: Profile, vs: Sequence[Verdict] | None = None) -> str:
+def bottom_line(p: Profile, vs: Sequence[HypothesisVerdict] | None = None) -> str:
     """The chapter's plain-language bottom line, assembled from the verdicts' labels."""
     v = {x.key: x for x in (vs if vs is not None else verdicts(p))}
     parts = []
     for key in ("H1", "H2", "H3", "H4"):
         x = v.get(key)
-        if x is None or x.label not in SAY[key]:
+        if x is None or x.label not in BOTTOM_LINE_CLAUSE[key]:
             parts.append(f"{key} was not tested with this profile's results")
         else:
-            parts.append(f"{SAY[key][x.label]} ({key}: {x.label})")
+            parts.append(f"{BOTTOM_LINE_CLAUSE[key][x.label]} ({key}: {x.label})")
     parts = [x[0].lower() + x[1:] if x[1:2].islower() else x for x in parts]
     return (
         f"On {scope(p)}: {parts[0]}; {parts[1]}; {parts[2]}; and {parts[3]}. "

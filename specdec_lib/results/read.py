@@ -117,7 +117,7 @@ def role_arm(res: ExperimentResult | None, role: str) -> str | None:
     return None
 
 
-def sweep_table(res: ExperimentResult | None) -> pd.DataFrame | None:
+def stored_sweep_table(res: ExperimentResult | None) -> pd.DataFrame | None:
     """The flat `table` of a context sweep (one row per context x arm)."""
     if res is None or not res.summary.get("table"):
         return None

@@ -21,7 +21,7 @@ from specdec_lib.reporting.earlier import earlier_drop, earlier_recomputed
 from specdec_lib.reporting.figures import arms, context
 from specdec_lib.reporting.tables import identity_margins
 from specdec_lib.results.catalog import BASELINE
-from specdec_lib.results.read import Profile, role_arm, sweep_contexts, sweep_table
+from specdec_lib.results.read import Profile, role_arm, stored_sweep_table, sweep_contexts
 from specdec_lib.results.store import ExperimentResult
 
 SWEEPS = (("context_sweep", "cache on"), ("context_sweep_nocache", "cache off"))
@@ -43,7 +43,7 @@ def fig_earlier_study() -> Any:
 
 def fig_acceptance_vs_context(p: Profile) -> Any:
     sweep = p.get("context_sweep")
-    if sweep_table(sweep) is None:
+    if stored_sweep_table(sweep) is None:
         return None
     return context.acceptance_vs_context(sweep.summary, arm_names(sweep))
 
@@ -70,7 +70,7 @@ def fig_training_curve(p: Profile) -> Any:
 def fig_speedup_vs_context(p: Profile) -> Any:
     """Paired and one-baseline speedups, one panel per sweep (cache on, off)."""
     found = [p.get(n) for n, _ in SWEEPS]
-    found = [r for r in found if r is not None and sweep_table(r) is not None]
+    found = [r for r in found if r is not None and stored_sweep_table(r) is not None]
     if not found:
         return None
     return context.earlier_style_vs_paired([r.summary for r in found], arm_names(found[0]))

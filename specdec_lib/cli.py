@@ -49,6 +49,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of `python -m specdec_lib` with its `generate` and `bench` commands."""
     parser = _Parser(prog="python -m specdec_lib", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -96,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 @dataclass(frozen=True)
 class Prompt:
+    """One prompt to generate from, with the line it came from."""
+
     line: int  # 1-based line of the prompt file (1 for --prompt)
     text: str
 
@@ -171,6 +174,7 @@ def _quiet_loading() -> None:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    """`generate`: check every prompt, load the models once, print each continuation and stats."""
     from specdec_lib.drafters.registry import REGISTRY, parse
     from specdec_lib.models.loading import check_model_name
 
@@ -216,6 +220,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    """`bench`: run the benchmark with the parsed options."""
     from specdec_lib.bench import run_bench
 
     run_bench(
@@ -231,6 +236,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Entry point: run one command; 2 on a SpecdecError, 130 on an interrupt."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
         args = build_parser().parse_args(argv)

@@ -55,6 +55,7 @@ class SamplingConfig:
 
     @property
     def greedy(self) -> bool:
+        """Whether these settings decode greedily (temperature 0)."""
         return self.temperature == 0
 
 

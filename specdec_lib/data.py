@@ -41,7 +41,8 @@ class Tokenizer(Protocol):
 
     bos_token_id: int | None
 
-    def encode(self, text: str, add_special_tokens: bool = ...) -> list[int]: ...
+    def encode(self, text: str, add_special_tokens: bool = ...) -> list[int]:
+        """Token ids of text, with the tokenizer's special tokens when add_special_tokens."""
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ def fit_ids_for(tokenizer, source: str = "auto", seed: int = 0) -> list[int]:
 
 
 def context_window(loaded: LoadedModel) -> int:
+    """The target's maximum number of positions (2**30 when its config does not say)."""
     cfg = loaded.model.config
     cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
     return int(getattr(cfg, "max_position_embeddings", 0) or 1 << 30)
@@ -51,6 +52,8 @@ def context_window(loaded: LoadedModel) -> int:
 
 @dataclass
 class Generator:
+    """A target, a drafter and the cached LM they decode with: prompt in, Generation out."""
+
     target: LoadedModel
     drafter: Drafter
     lm: CachedLM
@@ -68,6 +71,7 @@ class Generator:
         data_source: str = "auto",
         k: int = 4,
     ) -> Generator:
+        """Load the target by name and build the drafter spec `draft` beside it."""
         loaded = load_model(target, dtype=dtype, device=device)
         return cls.from_loaded(
             loaded,
@@ -106,6 +110,7 @@ class Generator:
         return cls(loaded, draft, lm, tuple(eos_token_ids(loaded)))
 
     def check_prompt(self, ids: list[int], max_new_tokens: int) -> None:
+        """Refuse an empty prompt or one that with max_new_tokens exceeds the context window."""
         if not ids:
             raise SpecdecError("the prompt is empty: give at least one token")
         window = context_window(self.target)
@@ -118,6 +123,7 @@ class Generator:
     def generate_ids(
         self, ids: list[int], spec: SpecConfig, sampling: SamplingConfig
     ) -> Generation:
+        """Speculative decoding from prompt ids: the new tokens and their statistics."""
         self.check_prompt(ids, spec.max_new_tokens)
         return speculative_decode(
             self.lm,
@@ -130,11 +136,13 @@ class Generator:
         )
 
     def encode(self, text: str) -> list[int]:
+        """The prompt's token ids, with the tokenizer's special tokens; refuses blank text."""
         if not text.strip():
             raise SpecdecError("the prompt is empty or whitespace: give some text")
         return list(self.target.tokenizer.encode(text, add_special_tokens=True))
 
     def generate_text(self, text: str, spec: SpecConfig, sampling: SamplingConfig) -> dict:
+        """Decode from text: {'token_ids', 'text', 'stats'} of the continuation."""
         gen = self.generate_ids(self.encode(text), spec, sampling)
         summary = gen.stats.summary(spec.k)
         return {

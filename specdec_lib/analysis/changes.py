@@ -18,6 +18,7 @@ SPLITS = 2000  # random splits of the prompts in prompt_swap_change
 
 
 def context_column(rows: pd.DataFrame) -> str:
+    """The rows' context column: `context` in sweeps, `context_tokens` elsewhere."""
     return "context" if "context" in rows.columns else "context_tokens"
 
 

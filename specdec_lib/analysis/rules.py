@@ -60,6 +60,7 @@ class Interval:
 
     @property
     def finite(self) -> bool:
+        """Whether the value and both ends of its interval are finite numbers."""
         return all(math.isfinite(x) for x in (self.value, self.lo, self.hi))
 
 
@@ -118,20 +119,24 @@ RULES = {
 
 
 def h1_rule(extra_growth: Interval) -> str:
+    """H1's label: supported when the extra growth's interval lies above H1_EXTRA_GROWTH."""
     return classify(extra_growth, H1_EXTRA_GROWTH, "above")
 
 
 def h2_rule(published_one_divisor: bool, baseline_growth: Interval) -> str:
+    """H2's label: not supported unless one divisor reproduces every row, then the growth rule."""
     if not published_one_divisor:
         return NOT_SUPPORTED
     return classify(baseline_growth, H2_BASELINE_GROWTH, "above")
 
 
 def h3_rule(implied_acceptance_change: Interval) -> str:
+    """H3's label: supported when the implied acceptance change lies below -MATERIAL_FALL."""
     return classify(implied_acceptance_change, -MATERIAL_FALL, "below")
 
 
 def h4_rule(acceptance_change_same_prompts: Interval) -> str:
+    """H4's label: supported when the same-prompt acceptance change lies above -MATERIAL_FALL."""
     return classify(acceptance_change_same_prompts, -MATERIAL_FALL, "above")
 
 

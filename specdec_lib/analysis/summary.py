@@ -20,6 +20,7 @@ def _lengths(rows: Sequence[dict[str, Any]], key: str) -> list[list[int]]:
 
 
 def pooled_position_acceptance(rows: Sequence[dict[str, Any]], k: int) -> list[float | None]:
+    """Per draft position 0..K-1: accepted / reached, pooled over the rows (None: unreached)."""
     reached, took = np.zeros(k), np.zeros(k)
     for acc, prop in zip(
         _lengths(rows, "accepted_lengths"), _lengths(rows, "proposed_lengths"), strict=True
@@ -32,6 +33,7 @@ def pooled_position_acceptance(rows: Sequence[dict[str, Any]], k: int) -> list[f
 
 
 def pooled_histogram(rows: Sequence[dict[str, Any]], k: int) -> list[int]:
+    """[K + 1] counts of calls that drafted anything, by accepted length (capped at K)."""
     hist = np.zeros(k + 1, dtype=int)
     for acc, prop in zip(
         _lengths(rows, "accepted_lengths"), _lengths(rows, "proposed_lengths"), strict=True

@@ -47,6 +47,7 @@ class Finding:
 
 
 def not_tested(key: str, *missing: str, stale: tuple[str, str] | None = None, **inputs) -> Finding:
+    """A NOT_TESTED finding naming the experiments it lacks (or the stale one)."""
     return Finding(key, rules.NOT_TESTED, missing=missing, stale=stale, inputs=inputs)
 
 

@@ -41,6 +41,8 @@ GREEDY_ONLY = (
 
 @dataclass(frozen=True)
 class Tree:
+    """A draft tree: N node tokens and each node's parent, parents before children."""
+
     tokens: list[int]  # N node tokens
     parents: list[int]  # N parent indices into tokens, -1 for a child of the root
 
@@ -61,6 +63,7 @@ class Tree:
 
     @property
     def depth(self) -> int:
+        """The depth of the deepest node (0 for an empty tree)."""
         return max(self.depths, default=0)
 
     def paths(self) -> list[list[int]]:

@@ -31,6 +31,8 @@ from specdec_lib.core.sampling import sample, uniform
 
 @dataclass(frozen=True)
 class Verdict:
+    """The outcome of verifying one draft: accepted count, next token and (for a tree) the path."""
+
     n_accepted: int  # how many leading draft tokens were accepted, 0..K
     next_token: int  # the target's token after them: correction or bonus
     path: tuple[int, ...] | None = None  # a tree's accepted tokens (a chain's are its prefix)

@@ -29,6 +29,7 @@ INFO_NAME = ".batch.lock.json"  # who holds the lock (pid, start, command), for 
 
 
 def holder(folder: Path) -> str:
+    """Who holds the folder's batch lock ('pid P, started T'), as its info file says."""
     try:
         info = json.loads((folder / INFO_NAME).read_text(encoding="utf-8"))
         return f"pid {info['pid']}, started {info['started']}"
@@ -65,6 +66,7 @@ def run_locked(folder: Path, command: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`python -m specdec_lib.environment.batch DIR -- COMMAND ...`; 2 on a usage error."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 3 or args[1] != "--":
         print(

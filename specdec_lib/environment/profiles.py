@@ -173,6 +173,7 @@ def validate(prof: Any, where: str) -> dict[str, Any]:
 
 
 def profile_path(name: str) -> Path:
+    """A profile's YAML file: the name if it ends in .yaml/.yml, else profiles/<name>.yaml."""
     return Path(name) if name.endswith((".yaml", ".yml")) else PROFILES / f"{name}.yaml"
 
 

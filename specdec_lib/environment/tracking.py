@@ -44,6 +44,7 @@ def scrub(obj: Any) -> Any:
 
 
 def git_commit(root: Path | None = None) -> str | None:
+    """The checked-out commit's hash, or None outside a git checkout."""
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"],
@@ -227,15 +228,18 @@ class Tracker:
         self.summary(_dotless(headline))
 
     def log(self, data: dict[str, Any]) -> None:
+        """Log a dict of metrics to the run (scrubbed), if tracking is on."""
         if self.run is not None:
             self.run.log(scrub(data))
 
     def summary(self, data: dict[str, Any]) -> None:
+        """Set the run's summary values (scrubbed), if tracking is on."""
         if self.run is not None:
             for k, v in scrub(data).items():
                 self.run.summary[k] = v
 
     def finish(self) -> None:
+        """Close the run, if one is open; later calls do nothing."""
         if self.run is not None:
             self.run.finish()
             self.run = None

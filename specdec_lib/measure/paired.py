@@ -32,6 +32,8 @@ class Method:
 
 @dataclass
 class Arm:
+    """A method with the generator that runs it."""
+
     method: Method
     generator: Generator
 
@@ -47,6 +49,7 @@ class PromptRef:
 
 
 def as_prompt_ref(p: Any) -> PromptRef:
+    """A PromptRef from a PromptRef, a data prompt (ids plus origin) or bare ids."""
     if isinstance(p, PromptRef):
         return p
     if hasattr(p, "ids"):

@@ -184,6 +184,7 @@ class HFGenerator:
         self.assistant_tokenizer = assistant_tokenizer
 
     def generate_ids(self, ids, spec: SpecConfig, sampling: SamplingConfig) -> Generation:
+        """Greedy generation through Hugging Face `generate` in this mode, as a Generation."""
         if not sampling.greedy:
             raise SpecdecError("the Hugging Face peers run greedy only (temperature 0)")
         tokens, wall = hf_generate(

@@ -20,6 +20,7 @@ def earlier_study(path: Path = EARLIER_CSV) -> pd.DataFrame:
 
 
 def earlier_baseline_time(df: pd.DataFrame | None = None) -> float:
+    """The published baseline's time in seconds (the one context-20 divisor)."""
     df = earlier_study() if df is None else df
     return float(df.loc[df["strategy"] == "baseline autoregressive", "time_s"].iloc[0])
 

@@ -14,6 +14,7 @@ from specdec_lib.results.read import Profile
 
 
 def as_float(x: Any) -> float:
+    """x as a float, NaN when it is not a number."""
     try:
         v = float(x)
     except (TypeError, ValueError):
@@ -22,6 +23,7 @@ def as_float(x: Any) -> float:
 
 
 def finite(x: Any) -> bool:
+    """Whether x is a finite number."""
     return math.isfinite(as_float(x))
 
 
@@ -31,6 +33,7 @@ def _r(x: float, nd: int) -> str:
 
 
 def num(x: Any, nd: int = 2, suffix: str = "") -> str:
+    """A number to nd decimals with a suffix: 1.234 -> '1.23x'; 'n/a' when not finite."""
     return f"{_r(as_float(x), nd)}{suffix}" if finite(x) else "n/a"
 
 
@@ -72,6 +75,7 @@ def ci(d: Any, nd: int = 2, scale: float = 1.0, suffix: str = "", n: Any = None)
 
 
 def ci_pct(d: Any, nd: int = 1, n: Any = None) -> str:
+    """ci() of a fraction shown as a percentage: '89.5% [88.1, 90.7]'."""
     return ci(d, nd, 100.0, "%", n)
 
 
@@ -95,6 +99,7 @@ def md_table(table: pd.DataFrame | Sequence[dict[str, Any]], missing: str = "n/a
 
 
 def admonition(text: str, kind: str = "note", title: str | None = None) -> str:
+    """text in a MyST admonition of the given kind, with a title when given."""
     if title:
         return f":::{{admonition}} {title}\n:class: {kind}\n{text}\n:::\n"
     return f":::{{{kind}}}\n{text}\n:::\n"
@@ -124,4 +129,5 @@ def split_common(df: pd.DataFrame | None, key: str = "experiment") -> tuple[dict
 
 
 def common_markdown(common: dict) -> str:
+    """A Markdown bullet list of key: `value` pairs."""
     return "\n".join(f"- **{k}**: `{v}`" for k, v in common.items())

@@ -104,6 +104,7 @@ def overlap(rows: list[dict[str, Any]]) -> bool:
 
 
 def explanation(rows: list[dict[str, Any]], spec: str, k: int) -> str:
+    """Markdown: why the repeated measurements of one drafter at K differ, or that there is one."""
     if len(rows) < 2:
         return f"`{spec}` at K = {k} was measured only once in these results: nothing to reconcile."
     vals = ", ".join(f"{r['speedup']:.2f}x" for r in rows if r["speedup"] is not None)

@@ -186,6 +186,7 @@ def headline_table(p: Profile) -> pd.DataFrame | None:
 
 
 def k_sweep_table(p: Profile) -> pd.DataFrame | None:
+    """The K sweep per K and arm: measured and predicted speedups, acceptance, a, c."""
     res = p.get("k_sweep")
     if res is None or not res.summary.get("table"):
         return None
@@ -266,6 +267,7 @@ def by_float_key(d: dict[str, Any], x: Any) -> Any:
 
 
 def peers_table(p: Profile) -> pd.DataFrame | None:
+    """The Hugging Face peers: tokens/s, speedups and identity to both greedy baselines."""
     res = p.get("peers")
     if res is None or not res.summary.get("table"):
         return None
@@ -304,6 +306,7 @@ def peers_table(p: Profile) -> pd.DataFrame | None:
 
 
 def identity_table(p: Profile) -> pd.DataFrame | None:
+    """Per dtype: how many outputs match greedy decoding; where and by what margin they differ."""
     res = p.get("transformer_draft")
     ident = (res.summary.get("identity_by_dtype") or {}) if res else {}
     if not ident:
@@ -348,6 +351,7 @@ def identity_sentence(p: Profile) -> str:
 
 
 def identity_margins(p: Profile) -> dict[str, list[float]]:
+    """Per dtype: the target's top-2 margins at each first difference from greedy."""
     res = p.get("transformer_draft")
     ident = (res.summary.get("identity_by_dtype") or {}) if res else {}
     return {
@@ -391,6 +395,7 @@ def env_table(p: Profile) -> pd.DataFrame | None:
 
 
 def config_table(p: Profile) -> pd.DataFrame | None:
+    """One row per stored experiment: its main config values and its sweep."""
     if p.empty:
         return None
     keys = [
@@ -420,6 +425,7 @@ def config_table(p: Profile) -> pd.DataFrame | None:
 
 
 def total_batch_seconds(p: Profile) -> float:
+    """The summed wall time in seconds of every stored experiment."""
     return float(
         sum(
             as_float(r.env.get("wall_s_experiment"))

@@ -40,6 +40,8 @@ STALE = (
 
 @dataclass
 class HypothesisVerdict:
+    """One hypothesis's verdict in words: label, reason, numbers, scope and limits."""
+
     key: str  # H1..H4
     hypothesis: str
     label: str  # one of LABELS
@@ -51,6 +53,7 @@ class HypothesisVerdict:
     scope: str = ""  # where it was measured ("Gemma 3 270M on a CPU")
 
     def row(self) -> dict[str, str]:
+        """The verdict table's row: hypothesis, verdict with scope, key numbers."""
         return {
             "hypothesis": f"{self.key}: {self.hypothesis}",
             "verdict": f"{self.label} ({self.scope})" if self.scope else self.label,
@@ -58,6 +61,7 @@ class HypothesisVerdict:
         }
 
     def short(self) -> str:
+        """The key numbers as 'name: value; ...'."""
         return "; ".join(f"{k}: {v}" for k, v in self.numbers.items())
 
     def markdown(self) -> str:
@@ -95,6 +99,7 @@ def _not_tested_text(f: Finding, p: Profile) -> str:
 
 
 def h1_prose(f: Finding, p: Profile) -> HypothesisVerdict:
+    """H1's finding in words: the baseline's growth per token with and without the cache."""
     if f.label == rules.NOT_TESTED:
         return _verdict(f, p, _not_tested_text(f, p), {})
     (c0, c1), g_on, g_off = f.contexts, f.inputs["growth_on"], f.inputs["growth_off"]
@@ -127,6 +132,7 @@ def h1_prose(f: Finding, p: Profile) -> HypothesisVerdict:
 
 
 def h2_prose(f: Finding, p: Profile) -> HypothesisVerdict:
+    """H2's finding in words: published rows one divisor reproduces, the baseline's growth."""
     a = f.inputs
     reproduced = f"{a['matching']} of {a['rows']}"
     nums = {"published rows reproduced by one divisor": reproduced}
@@ -168,6 +174,7 @@ def _h3_cannot(p: Profile) -> str:
 
 
 def h3_prose(f: Finding, p: Profile) -> HypothesisVerdict:
+    """H3's finding in words: the primary draft's agreement and implied acceptance change."""
     if f.label == rules.NOT_TESTED:
         return _verdict(f, p, _not_tested_text(f, p), {})
     a, (c0, c1) = f.inputs, f.contexts
@@ -203,6 +210,7 @@ def h3_prose(f: Finding, p: Profile) -> HypothesisVerdict:
 
 
 def h4_prose(f: Finding, p: Profile) -> HypothesisVerdict:
+    """H4's finding in words: measured acceptance across contexts on the same prompts."""
     if f.label == rules.NOT_TESTED:
         return _verdict(f, p, _not_tested_text(f, p), {})
     a, (c0, c1), swap = f.inputs, f.contexts, f.inputs["swap"]
@@ -245,6 +253,7 @@ PROSE = {"H1": h1_prose, "H2": h2_prose, "H3": h3_prose, "H4": h4_prose}
 
 
 def verdicts(p: Profile) -> list[HypothesisVerdict]:
+    """The profile's verdicts on H1..H4, in words."""
     return [PROSE[f.key](f, p) for f in findings(p, earlier_recomputed())]
 
 
@@ -275,10 +284,12 @@ def h3_per_draft(res: ExperimentResult) -> pd.DataFrame | None:
 
 
 def verdict_table(vs: Sequence[HypothesisVerdict]) -> pd.DataFrame:
+    """The verdicts as a table, one row each."""
     return pd.DataFrame([v.row() for v in vs])
 
 
 def verdicts_markdown(vs: Sequence[HypothesisVerdict]) -> str:
+    """The verdicts as a Markdown list: key, hypothesis, label and reason."""
     return "\n".join(f"- **{v.key} ({v.hypothesis}): {v.label}.** {v.text}" for v in vs)
 
 

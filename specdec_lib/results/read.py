@@ -44,19 +44,24 @@ class Profile:
     damaged: dict[str, str] = field(default_factory=dict)  # experiment -> what is wrong
 
     def get(self, experiment: str) -> ExperimentResult | None:
+        """The stored result of an experiment, or None."""
         return self.results.get(experiment)
 
     def has(self, *experiments: str) -> bool:
+        """Whether every named experiment is stored."""
         return all(e in self.results for e in experiments)
 
     def missing(self, *experiments: str) -> list[str]:
+        """The named experiments (default: all) that are not stored."""
         return [e for e in (experiments or EXPERIMENTS) if e not in self.results]
 
     @property
     def empty(self) -> bool:
+        """Whether no experiment is stored."""
         return not self.results
 
     def notebook(self, name: str) -> Path:
+        """The path of the executed notebook `name` of this profile."""
         return self.root / self.name / "notebooks" / f"{name}.ipynb"
 
     def env(self) -> dict[str, Any]:
@@ -105,6 +110,7 @@ def profiles_with_results(root: Path | None = None, include: Iterable[str] = ())
 
 
 def role_arm(res: ExperimentResult | None, role: str) -> str | None:
+    """The arm that plays a role (the result's own record, else by draft), or None."""
     if res is None:
         return None
     arm = res.role(role)
@@ -127,6 +133,7 @@ def stored_sweep_table(res: ExperimentResult | None) -> pd.DataFrame | None:
 
 
 def sweep_contexts(res: ExperimentResult | None) -> list[int]:
+    """A sweep's contexts, sorted (from its summary, config or rows); [] without one."""
     if res is None:
         return []
     ctx = res.summary.get("contexts") or res.config.get("contexts") or []

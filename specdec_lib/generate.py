@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from specdec_lib.config import SamplingConfig, SpecConfig
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import Generation, speculative_decode
-from specdec_lib.drafters import Drafter, build_drafter
+from specdec_lib.core.draft import Drafter
+from specdec_lib.drafters.registry import build_drafter
 from specdec_lib.errors import SpecdecError
 from specdec_lib.models import LoadedModel
 from specdec_lib.models.loading import load_model

@@ -23,7 +23,7 @@ from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import Generation, speculative_decode
-from specdec_lib.drafters.base import Draft, Drafter
+from specdec_lib.core.draft import Draft, Drafter
 
 VOCAB = 96  # tiny Gemma vocabulary
 WINDOW = 4  # sliding window of the tiny Gemma models

@@ -21,9 +21,9 @@ from conftest import (
 from specdec_lib.config import SamplingConfig
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import GenStats, autoregressive_decode, speculative_decode, verify_step
+from specdec_lib.core.draft import Draft, Drafter, NoDrafter
 from specdec_lib.core.sampling import make_generator
 from specdec_lib.drafters.adaptive import AdaptiveDrafter
-from specdec_lib.drafters.base import Draft, Drafter, NoDrafter
 from specdec_lib.drafters.bigram import BigramDrafter
 from specdec_lib.drafters.lookup import LookupDrafter
 from specdec_lib.drafters.model import ModelDrafter

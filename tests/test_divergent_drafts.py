@@ -14,8 +14,8 @@ from conftest import VOCAB, check_stats, greedy_continuation, random_prompt, tin
 
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import speculative_decode
+from specdec_lib.core.draft import Draft, Drafter
 from specdec_lib.drafters import distilled as D
-from specdec_lib.drafters.base import Draft, Drafter
 from specdec_lib.drafters.quantized import int8_copy
 from specdec_lib.drafters.registry import DraftContext, build, parse
 from specdec_lib.errors import SpecdecError

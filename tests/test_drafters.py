@@ -11,8 +11,8 @@ from conftest import VOCAB, greedy_continuation, next_logits, random_prompt, ste
 from specdec_lib.config import SamplingConfig
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import speculative_decode
+from specdec_lib.core.draft import Draft, Drafter
 from specdec_lib.core.sampling import logits_to_probs, make_generator
-from specdec_lib.drafters.base import Draft, Drafter
 from specdec_lib.drafters.bigram import BigramDrafter
 from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.drafters.ngram import NgramDrafter, find_match

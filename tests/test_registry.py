@@ -4,6 +4,8 @@ K into the CLI, and bad specs give one line naming the spec and the valid forms.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,19 +17,24 @@ from specdec_lib import bench
 from specdec_lib.cli import main
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import speculative_decode
-from specdec_lib.drafters import (
-    AdaptiveDrafter,
-    BigramDrafter,
-    LookupDrafter,
-    ModelDrafter,
-    NgramDrafter,
-    NoDrafter,
-    SelfDrafter,
-    SharedBodyDrafter,
-    TreeDrafter,
+from specdec_lib.core.draft import NoDrafter
+from specdec_lib.drafters.adaptive import AdaptiveDrafter
+from specdec_lib.drafters.bigram import BigramDrafter
+from specdec_lib.drafters.lookup import LookupDrafter
+from specdec_lib.drafters.model import ModelDrafter
+from specdec_lib.drafters.ngram import NgramDrafter
+from specdec_lib.drafters.registry import (
+    PRESETS,
+    REGISTRY,
+    DraftContext,
+    build,
     build_drafter,
+    parse,
+    valid_forms,
 )
-from specdec_lib.drafters.registry import PRESETS, DraftContext, build, parse
+from specdec_lib.drafters.self_draft import SelfDrafter
+from specdec_lib.drafters.shared import SharedBodyDrafter
+from specdec_lib.drafters.tree import TreeDrafter
 from specdec_lib.errors import SpecdecError
 from specdec_lib.models import LoadedModel
 
@@ -233,3 +240,56 @@ def test_every_drafter_that_can_guess_teacher_forced_says_so(loaded):
         == stepwise_greedy(build("self:2", ctx(loaded)).lm.model, prompt, 1)[0]
     )
     assert build("lookup+shared:4:2", ctx(loaded)).predictor() is None
+
+
+# ------------------------------------------------------------------- drafters by declaration
+
+CHECKED_WITHOUT_TORCH = [
+    "ngram",
+    "best",
+    "best_short",
+    "adaptive:2:5:ngram+bigram",
+    "adaptive:self",
+    "self:3:40",
+    "tree+shared:16:4",
+    "lookup+bigram:1",
+    "model:org/name",
+    "none",
+]
+
+
+def test_checking_a_spec_imports_no_torch_and_no_drafter():
+    """The CLI checks `--draft` before loading anything: the registry names every drafter without
+    importing it, so parse (good specs, presets, adaptive, a bad spec's message) loads no torch."""
+    code = (
+        "import sys, specdec_lib.drafters.registry as r\n"
+        f"for s in {CHECKED_WITHOUT_TORCH!r}: r.parse(s)\n"
+        "try:\n    r.parse('unicorn')\nexcept ValueError:\n    pass\n"
+        "r.valid_forms()\n"
+        "drafters = sorted(m for m in sys.modules if m.startswith('specdec_lib.drafters.'))\n"
+        "print('torch' in sys.modules, drafters)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "False ['specdec_lib.drafters.registry']", out
+
+
+# Modules in specdec_lib/drafters/ that no registry entry needs to name, and why.
+NOT_DRAFTERS = {
+    "__init__": "the package: a docstring, imports nothing",
+    "registry": "the table itself, and the spec grammar",
+}
+
+
+def test_every_drafter_module_has_an_entry_and_every_entry_resolves():
+    """A drafter module that the table does not name would silently not exist: every module
+    (except the ones named above) is some entry's builder module, and every entry's
+    `module:object` imports and is callable."""
+    package = ROOT / "specdec_lib" / "drafters"
+    modules = {p.stem for p in package.glob("*.py")} - set(NOT_DRAFTERS)
+    named = {e.builder.partition(":")[0] for e in REGISTRY.values()}
+    assert {f"specdec_lib.drafters.{m}" for m in modules} <= named, "a module without an entry"
+    for entry in REGISTRY.values():
+        assert callable(entry.load()), entry.builder
+        assert all(f in valid_forms() for f in entry.forms)

@@ -17,10 +17,13 @@ from specdec_lib.config import SamplingConfig
 from specdec_lib.core import decode
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import speculative_decode
+from specdec_lib.core.draft import NoDrafter
 from specdec_lib.core.sampling import sample, uniform
 from specdec_lib.core.verify import Verdict
-from specdec_lib.drafters import BigramDrafter, ModelDrafter, NoDrafter, SelfDrafter
 from specdec_lib.drafters.adaptive import AdaptiveDrafter
+from specdec_lib.drafters.bigram import BigramDrafter
+from specdec_lib.drafters.model import ModelDrafter
+from specdec_lib.drafters.self_draft import SelfDrafter
 from specdec_lib.measure.paired import teacher_forced_agreement
 from tests.conftest import random_prompt
 

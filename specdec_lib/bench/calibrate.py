@@ -18,8 +18,8 @@ from specdec_lib.analysis import theory
 from specdec_lib.config import SamplingConfig
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import clip_draft, prefill, verify_step
+from specdec_lib.core.draft import Draft
 from specdec_lib.core.sampling import make_generator
-from specdec_lib.drafters.base import Draft
 from specdec_lib.generate import Generator
 from specdec_lib.measure.paired import Arm
 from specdec_lib.results.catalog import BASELINE

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from specdec_lib.drafters import SELF_KEEP, SELF_LAYERS, Drafter
-from specdec_lib.drafters.registry import PRESETS, DraftContext, build
+from specdec_lib.core.draft import Drafter
+from specdec_lib.drafters.registry import PRESETS, SELF_KEEP, SELF_LAYERS, DraftContext, build
 from specdec_lib.models import LoadedModel
 from specdec_lib.results.catalog import BASELINE
 

@@ -1,7 +1,8 @@
 """The autoregressive and speculative decode loops. They return tokens with stats; never print.
 
 One loop serves both: with `NoDrafter` every target call scores one position, which is the
-KV-cached autoregressive baseline. Invariant: the target's cache holds every token of `seq` but
+KV-cached autoregressive baseline. What the loop needs of a drafter is `core.draft`'s interface;
+it knows no drafter in particular. Invariant: the target's cache holds every token of `seq` but
 the last, so a call feeds [seq[-1], d_1..d_K] and reads K + 1 rows of logits; after accepting n
 drafts it keeps seq + d_1..d_n and crops the rest. The prompt's first len - 1 tokens are
 prefilled in one call (logits of its last position only).
@@ -19,9 +20,9 @@ import torch
 
 from specdec_lib.config import SamplingConfig
 from specdec_lib.core.cache import CachedLM
+from specdec_lib.core.draft import Draft, Drafter, NoDrafter
 from specdec_lib.core.sampling import logits_to_probs, make_generator
 from specdec_lib.core.verify import Verdict, greedy_verify, pad_vocab, speculative_verify
-from specdec_lib.drafters.base import Draft, Drafter, NoDrafter
 from specdec_lib.errors import SpecdecError
 
 

@@ -10,7 +10,11 @@ Knows nothing about models or the verifier.
 
 from __future__ import annotations
 
-from specdec_lib.drafters.base import Draft, Drafter, Wrapping
+from typing import Any
+
+from specdec_lib.core.draft import Draft, Drafter
+from specdec_lib.drafters.base import Wrapping
+from specdec_lib.drafters.registry import DraftContext, build_nested
 from specdec_lib.errors import SpecdecError
 
 
@@ -53,3 +57,14 @@ class AdaptiveDrafter(Wrapping):
 
     def unwrapped(self) -> Drafter:
         return self.inner.unwrapped()
+
+
+def build(args: tuple[Any, ...], ctx: DraftContext) -> AdaptiveDrafter:
+    """`adaptive[:KSTART:KMAX]:SPEC`: without KSTART:KMAX, K starts at ctx.k_start capped by the
+    run's K, which is also the cap."""
+    k_start, k_max, inner = args
+    k_max = k_max if k_max is not None else ctx.k
+    k_start = k_start if k_start is not None else min(ctx.k_start, k_max)
+    return AdaptiveDrafter(
+        build_nested(inner, ctx), k_start=k_start, k_min=min(ctx.k_min, k_start), k_max=k_max
+    )

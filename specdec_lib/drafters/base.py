@@ -1,89 +1,23 @@
-"""The drafter interface: propose up to K tokens, then observe how many were accepted.
+"""What drafters share beyond the interface: `Wrapping`, and the `none` entry's builder.
 
-Shaped like transformers' `CandidateGenerator` (`get_candidates` / `update_candidate_strategy`):
-`propose` returns the tokens and, for drafters that sample, q: the exact distribution each token
-was drawn from (processed with the same temperature/top-k/top-p as the target). Deterministic
-drafters return `q=None`, a point mass. `observe` is called after every verification with the
-accepted count and the sequence as it now stands, which is where an adaptive drafter adjusts
-itself. `attach` hands a drafter the target itself: the shared-body drafter runs the target's
-own layers on the target's own cache and returns their hidden states with the draft
-(`Draft.target_hidden`), so that verification only applies the LM head. A drafter built around
-another one (a fallback, an adaptive schedule's inner drafter) is a `Wrapping` drafter: the hooks
-reach the one it wraps.
+The interface itself (`Draft`, `Drafter`, `NoDrafter`) is the decode loop's and lives in
+`specdec_lib.core.draft`; drafters import it from there. A drafter built around another one (a
+fallback, an adaptive schedule's inner drafter) is a `Wrapping` drafter: the hooks reach the one
+it wraps.
 
 Knows nothing about the verifier or the target model.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from abc import abstractmethod
+from typing import TYPE_CHECKING, Any
 
-import torch
-
-from specdec_lib.config import SamplingConfig
+from specdec_lib.core.draft import Drafter, NoDrafter
 
 if TYPE_CHECKING:
     from specdec_lib.core.cache import CachedLM
-
-
-@dataclass
-class Draft:
-    tokens: list[int]  # d <= K proposed ids
-    q: torch.Tensor | None = None  # [d, V] draft distribution per position; None: point mass
-    # [d + 1, H]: the target's own last hidden states for [seq[-1], d_1..d_d], when the drafter
-    # ran them through the target's body (whose cache then holds them): the verifier only
-    # applies the LM head. None: the verifier runs the target on them.
-    target_hidden: torch.Tensor | None = None
-    # a tree of candidates instead of one chain: the parent of each token (-1: a child of
-    # seq[-1]; parents first), verified in one call by `tree.verify_tree` (greedy only)
-    parents: list[int] | None = None
-
-    @property
-    def depth(self) -> int:
-        """Tokens on the longest path: len(tokens) for a chain."""
-        if self.parents is None:
-            return len(self.tokens)
-        from specdec_lib.core.tree import Tree
-
-        return Tree(self.tokens, self.parents).depth
-
-
-class Drafter(ABC):
-    name: str = "drafter"
-
-    def attach(self, target: CachedLM) -> None:  # noqa: B027 - optional hook
-        """The target that will verify this drafter's proposals, before each sequence. A drafter
-        that runs the target's own layers keeps it; the others ignore it."""
-
-    def begin(self, prompt: list[int]) -> None:  # noqa: B027 - optional hook
-        """A new sequence starts with these ids."""
-
-    @abstractmethod
-    def propose(
-        self, seq: list[int], k: int, sampling: SamplingConfig, generator: torch.Generator
-    ) -> Draft:
-        """Up to k ids that might follow seq (fewer, even none, when the drafter has no guess)."""
-
-    def observe(self, seq: list[int], n_proposed: int, n_accepted: int) -> None:  # noqa: B027
-        """Feedback after a verification; seq already includes the emitted tokens."""
-
-    def predictor(self) -> Callable[[list[int]], list[int]] | None:
-        """Teacher-forced greedy guesses: predict(ids)[j] is the drafter's first greedy token
-        after ids[: j + 1] (-1: no guess). None where the drafter cannot say without decoding."""
-        return None
-
-    def unwrapped(self) -> Drafter:
-        """The drafter whose guesses these are: itself, or for a wrapper that only schedules
-        them (adaptive K) the wrapped drafter's."""
-        return self
-
-    def with_cache(self, use_cache: bool) -> Drafter:
-        """This drafter with its own KV cache on or off, sharing its weights; a drafter without
-        a cache of its own returns itself."""
-        return self
+    from specdec_lib.drafters.registry import DraftContext
 
 
 class Wrapping(Drafter):
@@ -109,10 +43,6 @@ class Wrapping(Drafter):
             w.observe(seq, n_proposed, n_accepted)
 
 
-class NoDrafter(Drafter):
-    """Proposes nothing: the speculative loop becomes the autoregressive baseline."""
-
-    name = "none"
-
-    def propose(self, seq, k, sampling, generator) -> Draft:
-        return Draft([])
+def build_none(args: tuple[Any, ...], ctx: DraftContext) -> NoDrafter:
+    """`none`: no drafter, the autoregressive baseline."""
+    return NoDrafter()

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from specdec_lib.drafters.base import Draft, Drafter
-from specdec_lib.drafters.registry import DraftContext, register
+from specdec_lib.core.draft import Draft, Drafter
+from specdec_lib.drafters.registry import DraftContext
 from specdec_lib.errors import SpecdecError
 
 
@@ -68,6 +68,6 @@ class BigramDrafter(Drafter):
         return lambda ids: [self.next_of(t) for t in ids]
 
 
-@register("bigram")
-def _bigram(args, ctx: DraftContext) -> BigramDrafter:
+def build(args: tuple[()], ctx: DraftContext) -> BigramDrafter:
+    """`bigram`: fitted on the fit split."""
     return BigramDrafter.fit(ctx.fit_ids(), ctx.target.vocab_size)

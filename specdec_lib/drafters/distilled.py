@@ -47,14 +47,14 @@ import torch
 from tqdm.auto import tqdm
 
 from specdec_lib.drafters.model import ModelDrafter
-from specdec_lib.drafters.registry import DraftContext, register
+from specdec_lib.drafters.registry import DISTILLED_MARKER as MARKER
+from specdec_lib.drafters.registry import DraftContext
 from specdec_lib.drafters.self_draft import decoder_path
 from specdec_lib.errors import SpecdecError
 
 if TYPE_CHECKING:
     from specdec_lib.models import LoadedModel
 
-MARKER = "specdec-distilled.json"  # written last: its presence means the directory is complete
 RECORD = "training.json"
 WEIGHTS = "draft.safetensors"
 FORMAT = 1  # bump when the saved layout changes
@@ -461,15 +461,7 @@ class DistilledDrafter(ModelDrafter):
         return training_record(self.directory)
 
 
-def _distilled_args(rest: str) -> tuple[str | None]:
-    if not rest:
-        return (None,)
-    if not (Path(rest).expanduser() / MARKER).is_file():
-        raise ValueError(f"{rest!r} is not a distilled draft directory (no {MARKER})")
-    return (rest,)
-
-
-@register("distilled", forms=("distilled[:PATH]",), parse=_distilled_args)
-def _distilled(args, ctx: DraftContext) -> DistilledDrafter:
+def build(args: tuple[str | None], ctx: DraftContext) -> DistilledDrafter:
+    """`distilled[:PATH]`: the draft in PATH, else the cached one for this target (trained once)."""
     directory = Path(args[0]).expanduser() if args[0] else ensure_distilled(ctx.target)
     return DistilledDrafter(ctx.target, directory, use_cache=ctx.use_cache)

@@ -13,9 +13,10 @@ states. Knows nothing about models.
 
 from __future__ import annotations
 
-from specdec_lib.drafters.base import Draft, Drafter, Wrapping
+from specdec_lib.core.draft import Draft, Drafter
+from specdec_lib.drafters.base import Wrapping
 from specdec_lib.drafters.ngram import NgramDrafter
-from specdec_lib.drafters.registry import DraftContext, ints, register
+from specdec_lib.drafters.registry import DraftContext
 from specdec_lib.errors import SpecdecError
 
 
@@ -50,29 +51,25 @@ class LookupDrafter(Wrapping):
         return Draft(list(extra.tokens)[: min(k, self.k_fallback)])
 
 
-def _lookup_args(rest: str) -> tuple[int, int]:
-    """KFB (fallback tokens, 2 by default) and MIN (shortest n-gram, 1; at most 3)."""
-    args = ints(rest, 2, minimum=0)
-    k_fb = args[0] if args else 2
-    min_ngram = max(1, min(args[1], 3)) if len(args) > 1 else 1
-    return k_fb, min_ngram
+def _lookup(args: tuple[int, int], fallback: Drafter | None) -> LookupDrafter:
+    k_fb, min_ngram = args
+    return LookupDrafter(fallback, k_fallback=k_fb, min_ngram=min_ngram)
 
 
-def _fallback_of(name: str, ctx: DraftContext) -> Drafter | None:
+def build(args: tuple[int, int], ctx: DraftContext) -> LookupDrafter:
+    """`lookup[:KFB[:MIN]]`: prompt lookup alone."""
+    return _lookup(args, None)
+
+
+def build_bigram(args: tuple[int, int], ctx: DraftContext) -> LookupDrafter:
+    """`lookup+bigram[:KFB[:MIN]]`: KFB bigram tokens where lookup finds no match."""
     from specdec_lib.drafters.bigram import BigramDrafter
+
+    return _lookup(args, BigramDrafter.fit(ctx.fit_ids(), ctx.target.vocab_size))
+
+
+def build_shared(args: tuple[int, int], ctx: DraftContext) -> LookupDrafter:
+    """`lookup+shared[:KFB[:MIN]]`: KFB shared-body tokens where lookup finds no match."""
     from specdec_lib.drafters.shared import shared_fallback
 
-    if name == "lookup+bigram":
-        return BigramDrafter.fit(ctx.fit_ids(), ctx.target.vocab_size)
-    if name == "lookup+shared":
-        return shared_fallback(ctx)
-    return None
-
-
-for _name in ("lookup", "lookup+bigram", "lookup+shared"):
-
-    def _lookup(args, ctx: DraftContext, _name: str = _name) -> LookupDrafter:
-        k_fb, min_ngram = args
-        return LookupDrafter(_fallback_of(_name, ctx), k_fallback=k_fb, min_ngram=min_ngram)
-
-    register(_name, forms=(f"{_name}[:KFB[:MIN]]",), parse=_lookup_args)(_lookup)
+    return _lookup(args, shared_fallback(ctx))

@@ -21,9 +21,9 @@ import copy
 import torch
 
 from specdec_lib.core.cache import CachedLM
+from specdec_lib.core.draft import Draft, Drafter
 from specdec_lib.core.sampling import logits_to_probs, sample
-from specdec_lib.drafters.base import Draft, Drafter
-from specdec_lib.drafters.registry import DraftContext, model_path, register
+from specdec_lib.drafters.registry import DraftContext
 
 
 def choose(
@@ -125,8 +125,8 @@ class ModelDrafter(Drafter):
         return predict
 
 
-@register("model", forms=("model:ID_OR_PATH",), parse=lambda rest: (model_path(rest),))
-def _model(args, ctx: DraftContext) -> ModelDrafter:
+def build(args: tuple[str], ctx: DraftContext) -> ModelDrafter:
+    """`model:ID_OR_PATH`: any causal LM sharing the target's tokenizer."""
     from specdec_lib.models.loading import load_model
     from specdec_lib.models.pairing import shared_vocab_size
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from specdec_lib.drafters.base import Draft, Drafter, Wrapping
-from specdec_lib.drafters.registry import DraftContext, ints, register
+from specdec_lib.core.draft import Draft, Drafter
+from specdec_lib.drafters.base import Wrapping
+from specdec_lib.drafters.registry import DraftContext
 from specdec_lib.errors import SpecdecError
 
 
@@ -76,25 +77,10 @@ class NgramDrafter(Wrapping):
         return lambda ids: [(self.lookup(ids[: j + 1], 1) or [-1])[0] for j in range(len(ids))]
 
 
-def _ngram_args(rest: str) -> tuple[int, bool]:
-    size, plus, fallback = rest.partition("+")
-    if plus and fallback != "bigram":
-        raise ValueError(f"the only n-gram fallback is +bigram, got +{fallback}")
-    (max_ngram,) = ints(size, 1, least=int(bool(plus))) or (3,)
-    return max_ngram, bool(plus)
-
-
-@register("ngram", forms=("ngram[:MAX[+bigram]]",), parse=_ngram_args)
-def _ngram(args, ctx: DraftContext) -> NgramDrafter:
+def build(args: tuple[int, bool], ctx: DraftContext) -> NgramDrafter:
+    """`ngram[:MAX[+bigram]]` and `ngram+bigram[:MAX]`: with a bigram fallback if args say so."""
     from specdec_lib.drafters.bigram import BigramDrafter
 
     max_ngram, with_bigram = args
     fallback = BigramDrafter.fit(ctx.fit_ids(), ctx.target.vocab_size) if with_bigram else None
     return NgramDrafter(max_ngram=max_ngram, fallback=fallback)
-
-
-@register(
-    "ngram+bigram", forms=("ngram+bigram[:MAX]",), parse=lambda r: (*(ints(r, 1) or (3,)), True)
-)
-def _ngram_bigram(args, ctx: DraftContext) -> NgramDrafter:
-    return _ngram(args, ctx)

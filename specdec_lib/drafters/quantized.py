@@ -17,7 +17,7 @@ import warnings
 import torch
 
 from specdec_lib.drafters.model import ModelDrafter
-from specdec_lib.drafters.registry import DraftContext, register
+from specdec_lib.drafters.registry import DraftContext
 from specdec_lib.errors import SpecdecError
 
 
@@ -58,6 +58,6 @@ class Int8Drafter(ModelDrafter):
         super().__init__(int8_copy(target), vocab_size=vocab_size, use_cache=use_cache)
 
 
-@register("int8")
-def _int8(args, ctx: DraftContext) -> Int8Drafter:
+def build(args: tuple[()], ctx: DraftContext) -> Int8Drafter:
+    """`int8`: an int8 copy of the target."""
     return Int8Drafter(ctx.target.model, vocab_size=ctx.target.vocab_size, use_cache=ctx.use_cache)

@@ -1,13 +1,24 @@
-"""The one drafter spec grammar: named drafter factories, presets, `parse` and `build`.
+"""The one drafter spec grammar: the table of drafters, presets, `parse` and `build`.
 
 A spec is `NAME` or `NAME:ARGS` (`self:18:16384`, `lookup+shared:4:2`, `adaptive:self`) or a
-preset name (`best`). Each drafter module registers its names with `@register`, in the style of
-lm-evaluation-harness's model registry: the name, its usage forms (shown in every error), an
+preset name (`best`). `REGISTRY` declares every drafter in one table, in the style of
+lm-evaluation-harness's lazy model registry: the name, its usage forms (shown in every error), an
 argument parser (`rest` after the first colon -> a tuple, raising ValueError with the reason) and
-a builder `(args, DraftContext) -> Drafter`. `parse` checks a spec without loading anything (the
-CLI calls it before loading the target); `build` makes the drafter for a loaded target. The CLI,
-the study and the benchmark all go through here, so every configuration they run can be asked for
-with `python -m specdec_lib generate --draft SPEC`.
+where its builder `(args, DraftContext) -> Drafter` lives, as a `module:object` string that is
+imported only by `build`. So `parse` checks a spec without importing any drafter or torch (the
+CLI calls it before loading the target), and a drafter module that no entry names is not a
+drafter (the tests say so). The CLI, the study and the benchmark all go through here, so every
+configuration they run can be asked for with `python -m specdec_lib generate --draft SPEC`.
+
+Specs (`valid_forms()`): `none` (autoregressive baseline), `bigram`, `ngram[:MAX[+bigram]]`,
+`ngram+bigram`, `lookup[+bigram|+shared][:KFB[:MIN]]` (prompt lookup with a short fallback),
+`self[:LAYERS[:KEEP]]` (a self-draft of the target with its own cache and a pruned head),
+`shared[:KEEP]` (the target's own body on its own cache with a pruned head), `model:ID_OR_PATH`
+(any causal LM sharing the target's tokenizer), `adaptive[:KSTART:KMAX]:SPEC`,
+`tree[:NODES[:BRANCH]]` / `tree+shared` / `tree+bigram` (tree verification, greedy only:
+`drafters.tree`); drafts that compute apart from the target: `exit:LAYERS` (early exit, full
+head), `int8` (an int8 copy of the target) and `distilled[:PATH]` (a few layers distilled from
+the target on the fit split: `drafters.distilled`).
 
 Presets name a configuration and may carry its K: `best` is the benchmark's best configuration
 for long generations, `best_short` for short ones. The CLI uses a preset's K when `--k` is not
@@ -16,11 +27,13 @@ given; an explicit `--k` wins (and with no preset and no `--k`, K is 4).
 `adaptive[:KSTART:KMAX]:SPEC` wraps SPEC in the adaptive-K schedule; without KSTART:KMAX its K
 starts at `DraftContext.k_start` (capped by K) and is capped by the run's K (`DraftContext.k`).
 
-Knows nothing about the decode loop, files or how the fit split is made (`fit_ids` is given).
+Imports no torch and no drafter module at import time. Knows nothing about the decode loop,
+files or how the fit split is made (`fit_ids` is given).
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -30,8 +43,17 @@ from typing import TYPE_CHECKING, Any
 from specdec_lib.errors import SpecdecError
 
 if TYPE_CHECKING:
-    from specdec_lib.drafters.base import Drafter
+    from specdec_lib.core.draft import Drafter
     from specdec_lib.models import LoadedModel
+
+# Spec defaults that the argument parsers fill in (the drafter modules import them from here).
+# The default self-draft (`self`): all 18 layers of the embedded Gemma 3 270M with the LM head
+# pruned to the 16,384 most frequent ids of the fit split (the results hold what it measured).
+SELF_LAYERS = 18
+SELF_KEEP = 16384
+TREE_NODES = 16  # nodes per verification
+TREE_BRANCH = 2  # bigram successors of the last token
+DISTILLED_MARKER = "specdec-distilled.json"  # written last: its presence means it is complete
 
 
 @dataclass(frozen=True)
@@ -62,11 +84,18 @@ class DraftSpec:
 
 @dataclass(frozen=True)
 class Entry:
+    """One drafter: its name, usage forms, argument parser and where its builder lives."""
+
     name: str
     forms: tuple[str, ...]  # usage, e.g. "self[:LAYERS[:KEEP]]"
-    parse: Callable[[str], tuple[Any, ...]]
-    build: Callable[[tuple[Any, ...], DraftContext], Drafter]
+    parse: Callable[[str], tuple[Any, ...]]  # torch-free: `parse` runs before any loading
+    builder: str  # "package.module:function", a builder (args, DraftContext) -> Drafter
     greedy_only: bool = False  # refuses sampling (the CLI says so before loading)
+
+    def load(self) -> Callable[[tuple[Any, ...], DraftContext], Drafter]:
+        """The builder, imported now (and only now)."""
+        module, _, name = self.builder.partition(":")
+        return getattr(importlib.import_module(module), name)
 
 
 @dataclass(frozen=True)
@@ -76,7 +105,6 @@ class Preset:
     about: str
 
 
-REGISTRY: dict[str, Entry] = {}
 PRESETS: dict[str, Preset] = {
     # K = 7: a chain verification of K + 1 = 8 positions fills exactly one row chunk of the
     # batch-invariant fast path (`core.fastpath.ROWS`); K = 8 pays for a second one
@@ -87,7 +115,11 @@ PRESETS: dict[str, Preset] = {
 }
 
 
+# ------------------------------------------------------------------------------ argument parsers
+
+
 def no_args(rest: str) -> tuple[()]:
+    """A drafter that takes no arguments."""
     if rest:
         raise ValueError("takes no arguments")
     return ()
@@ -121,31 +153,130 @@ def model_path(rest: str, what: str = "model") -> str:
     return rest
 
 
-def register(
-    name: str,
-    *,
-    forms: tuple[str, ...] | None = None,
-    parse: Callable = no_args,
-    greedy_only: bool = False,
-) -> Callable:
-    """Decorator: register a builder `(args, ctx) -> Drafter` under name."""
-
-    def deco(build: Callable[[tuple[Any, ...], DraftContext], Drafter]) -> Callable:
-        if name in REGISTRY and REGISTRY[name].build is not build:
-            raise ValueError(f"drafter {name!r} is registered twice")
-        REGISTRY[name] = Entry(name, forms or (name,), parse, build, greedy_only)
-        return build
-
-    return deco
+def _adaptive_args(rest: str) -> tuple[int | None, int | None, str]:
+    parts = rest.split(":")
+    if len(parts) >= 3 and all(p.isascii() and p.isdigit() for p in parts[:2]):
+        k_start, k_max = ints(":".join(parts[:2]), 2, least=2)
+        if k_start > k_max:
+            raise ValueError(f"KSTART {k_start} > KMAX {k_max}")
+        inner = ":".join(parts[2:])
+    else:
+        k_start = k_max = None
+        inner = rest
+    if _parse(inner).name == "adaptive":
+        raise ValueError("an adaptive drafter cannot wrap another")
+    return k_start, k_max, inner
 
 
-def _load_all() -> None:
-    import specdec_lib.drafters  # noqa: F401 - its modules register themselves
+def _model_args(rest: str) -> tuple[str]:
+    return (model_path(rest),)
+
+
+def _self_args(rest: str) -> tuple[int, int]:
+    args = ints(rest, 2)
+    return (args[0] if args else SELF_LAYERS), (args[1] if len(args) > 1 else SELF_KEEP)
+
+
+def _exit_args(rest: str) -> tuple[int, ...]:
+    return ints(rest, 1, least=1)
+
+
+def _distilled_args(rest: str) -> tuple[str | None]:
+    if not rest:
+        return (None,)
+    if not (Path(rest).expanduser() / DISTILLED_MARKER).is_file():
+        raise ValueError(f"{rest!r} is not a distilled draft directory (no {DISTILLED_MARKER})")
+    return (rest,)
+
+
+def _ngram_args(rest: str) -> tuple[int, bool]:
+    size, plus, fallback = rest.partition("+")
+    if plus and fallback != "bigram":
+        raise ValueError(f"the only n-gram fallback is +bigram, got +{fallback}")
+    (max_ngram,) = ints(size, 1, least=int(bool(plus))) or (3,)
+    return max_ngram, bool(plus)
+
+
+def _ngram_bigram_args(rest: str) -> tuple[int, bool]:
+    return (*(ints(rest, 1) or (3,)), True)
+
+
+def _lookup_args(rest: str) -> tuple[int, int]:
+    """KFB (fallback tokens, 2 by default) and MIN (shortest n-gram, 1; at most 3)."""
+    args = ints(rest, 2, minimum=0)
+    k_fb = args[0] if args else 2
+    min_ngram = max(1, min(args[1], 3)) if len(args) > 1 else 1
+    return k_fb, min_ngram
+
+
+def _shared_args(rest: str) -> tuple[int, ...]:
+    return ints(rest, 1) or (SELF_KEEP,)
+
+
+def _tree_args(rest: str) -> tuple[int, int]:
+    args = ints(rest, 2)
+    return (args[0] if args else TREE_NODES), (args[1] if len(args) > 1 else TREE_BRANCH)
+
+
+def _tree_fb_args(rest: str) -> tuple[int, int]:
+    args = ints(rest, 2)
+    return (args[0] if args else TREE_NODES), (args[1] if len(args) > 1 else 2)
+
+
+# ------------------------------------------------------------------------------------ the table
+
+_D = "specdec_lib.drafters"
+REGISTRY: dict[str, Entry] = {
+    e.name: e
+    for e in [
+        Entry("none", ("none",), no_args, f"{_D}.base:build_none"),
+        Entry("adaptive", ("adaptive[:KSTART:KMAX]:SPEC",), _adaptive_args, f"{_D}.adaptive:build"),
+        Entry("bigram", ("bigram",), no_args, f"{_D}.bigram:build"),
+        Entry("model", ("model:ID_OR_PATH",), _model_args, f"{_D}.model:build"),
+        Entry("self", ("self[:LAYERS[:KEEP]]",), _self_args, f"{_D}.self_draft:build"),
+        Entry("exit", ("exit:LAYERS",), _exit_args, f"{_D}.self_draft:build_exit"),
+        Entry("distilled", ("distilled[:PATH]",), _distilled_args, f"{_D}.distilled:build"),
+        Entry("ngram", ("ngram[:MAX[+bigram]]",), _ngram_args, f"{_D}.ngram:build"),
+        Entry("ngram+bigram", ("ngram+bigram[:MAX]",), _ngram_bigram_args, f"{_D}.ngram:build"),
+        Entry("lookup", ("lookup[:KFB[:MIN]]",), _lookup_args, f"{_D}.lookup:build"),
+        Entry(
+            "lookup+bigram",
+            ("lookup+bigram[:KFB[:MIN]]",),
+            _lookup_args,
+            f"{_D}.lookup:build_bigram",
+        ),
+        Entry(
+            "lookup+shared",
+            ("lookup+shared[:KFB[:MIN]]",),
+            _lookup_args,
+            f"{_D}.lookup:build_shared",
+        ),
+        Entry("int8", ("int8",), no_args, f"{_D}.quantized:build"),
+        Entry("shared", ("shared[:KEEP]",), _shared_args, f"{_D}.shared:build"),
+        Entry("tree", ("tree[:NODES[:BRANCH]]",), _tree_args, f"{_D}.tree:build", True),
+        Entry(
+            "tree+shared",
+            ("tree+shared[:NODES[:KFB]]",),
+            _tree_fb_args,
+            f"{_D}.tree:build_shared",
+            True,
+        ),
+        Entry(
+            "tree+bigram",
+            ("tree+bigram[:NODES[:KFB]]",),
+            _tree_fb_args,
+            f"{_D}.tree:build_bigram",
+            True,
+        ),
+    ]
+}
+
+
+# --------------------------------------------------------------------------- parse and build
 
 
 def valid_forms() -> str:
     """Every form and preset on one line, for errors and help."""
-    _load_all()
     forms = [f for e in REGISTRY.values() for f in e.forms]
     presets = [f"{n} ({p.spec}, K={p.k})" for n, p in PRESETS.items()]
     return ", ".join(forms) + "; presets: " + ", ".join(presets)
@@ -167,7 +298,6 @@ def _parse(spec: str) -> DraftSpec:
 
 def parse(spec: Any) -> DraftSpec:
     """Check a spec without loading anything; a bad one raises a one-line SpecdecError."""
-    _load_all()
     try:
         if not isinstance(spec, str) or not spec.strip():
             raise ValueError("empty")
@@ -179,10 +309,16 @@ def parse(spec: Any) -> DraftSpec:
         ) from None
 
 
+def check_drafter_spec(spec: str) -> tuple[str, list]:
+    """Validate a spec without loading anything: (registry name, parsed arguments)."""
+    parsed = parse(spec)
+    return parsed.name, list(parsed.args)
+
+
 def build(spec: str | DraftSpec, ctx: DraftContext) -> Drafter:
     """The drafter for spec (a string or a parsed spec) and this target."""
     parsed = spec if isinstance(spec, DraftSpec) else parse(spec)
-    return REGISTRY[parsed.name].build(parsed.args, ctx)
+    return REGISTRY[parsed.name].load()(parsed.args, ctx)
 
 
 def build_nested(spec: str, ctx: DraftContext) -> Drafter:
@@ -190,43 +326,21 @@ def build_nested(spec: str, ctx: DraftContext) -> Drafter:
     return ctx.build_inner(spec) if ctx.build_inner is not None else build(spec, ctx)
 
 
+def build_drafter(
+    spec: str,
+    target: LoadedModel,
+    *,
+    fit_ids: Callable[[], list[int]],
+    dtype: str = "auto",
+    device: str = "auto",
+    use_cache: bool = True,
+    k: int = 4,
+) -> Drafter:
+    """A drafter for this target (`build`); fit_ids() gives the fit split's ids."""
+    ctx = DraftContext(target, fit_ids, dtype=dtype, device=device, use_cache=use_cache, k=k)
+    return build(spec, ctx)
+
+
 def preset_k(spec: str) -> int | None:
     """The K a preset carries (None for a plain spec)."""
     return parse(spec).k
-
-
-# ----------------------------------------------------------------------- simple and nested forms
-
-
-@register("none")
-def _none(args, ctx: DraftContext) -> Drafter:
-    from specdec_lib.drafters.base import NoDrafter
-
-    return NoDrafter()
-
-
-def _adaptive_args(rest: str) -> tuple[int | None, int | None, str]:
-    parts = rest.split(":")
-    if len(parts) >= 3 and all(p.isascii() and p.isdigit() for p in parts[:2]):
-        k_start, k_max = ints(":".join(parts[:2]), 2, least=2)
-        if k_start > k_max:
-            raise ValueError(f"KSTART {k_start} > KMAX {k_max}")
-        inner = ":".join(parts[2:])
-    else:
-        k_start = k_max = None
-        inner = rest
-    if _parse(inner).name == "adaptive":
-        raise ValueError("an adaptive drafter cannot wrap another")
-    return k_start, k_max, inner
-
-
-@register("adaptive", forms=("adaptive[:KSTART:KMAX]:SPEC",), parse=_adaptive_args)
-def _adaptive(args, ctx: DraftContext) -> Drafter:
-    from specdec_lib.drafters.adaptive import AdaptiveDrafter
-
-    k_start, k_max, inner = args
-    k_max = k_max if k_max is not None else ctx.k
-    k_start = k_start if k_start is not None else min(ctx.k_start, k_max)
-    return AdaptiveDrafter(
-        build_nested(inner, ctx), k_start=k_start, k_min=min(ctx.k_min, k_start), k_max=k_max
-    )

@@ -18,13 +18,8 @@ import numpy as np
 import torch
 
 from specdec_lib.drafters.model import ModelDrafter
-from specdec_lib.drafters.registry import DraftContext, ints, register
+from specdec_lib.drafters.registry import DraftContext
 from specdec_lib.errors import SpecdecError
-
-# The default self-draft (`self`): all 18 layers of the embedded Gemma 3 270M with the LM head
-# pruned to the 16,384 most frequent ids of the fit split (the results hold what it measured).
-SELF_LAYERS = 18
-SELF_KEEP = 16384
 
 
 def _shallow(module: torch.nn.Module) -> torch.nn.Module:
@@ -129,13 +124,8 @@ class SelfDrafter(ModelDrafter):
         self.keep = None if keep_ids is None else int(keep_ids.numel())
 
 
-def _self_args(rest: str) -> tuple[int, int]:
-    args = ints(rest, 2)
-    return (args[0] if args else SELF_LAYERS), (args[1] if len(args) > 1 else SELF_KEEP)
-
-
-@register("self", forms=("self[:LAYERS[:KEEP]]",), parse=_self_args)
-def _self(args, ctx: DraftContext) -> SelfDrafter:
+def build(args: tuple[int, int], ctx: DraftContext) -> SelfDrafter:
+    """`self[:LAYERS[:KEEP]]`: the target's first LAYERS layers, head pruned to KEEP ids."""
     layers, keep = args
     v = ctx.target.vocab_size
     keep_ids = frequent_ids(ctx.fit_ids(), v, keep) if keep < v else None
@@ -144,8 +134,7 @@ def _self(args, ctx: DraftContext) -> SelfDrafter:
     )
 
 
-@register("exit", forms=("exit:LAYERS",), parse=lambda rest: ints(rest, 1, least=1))
-def _exit(args, ctx: DraftContext) -> SelfDrafter:
+def build_exit(args: tuple[int], ctx: DraftContext) -> SelfDrafter:
     """Early exit with the full LM head: the target's first LAYERS layers on their own cache."""
     return SelfDrafter(
         ctx.target.model,

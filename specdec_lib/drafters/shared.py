@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from specdec_lib.drafters.base import Draft, Drafter
+from specdec_lib.core.draft import Draft, Drafter
 from specdec_lib.drafters.model import choose
-from specdec_lib.drafters.registry import DraftContext, ints, register
-from specdec_lib.drafters.self_draft import SELF_KEEP, frequent_ids, pruned_linear
+from specdec_lib.drafters.registry import SELF_KEEP, DraftContext
+from specdec_lib.drafters.self_draft import frequent_ids, pruned_linear
 from specdec_lib.errors import SpecdecError
 
 if TYPE_CHECKING:
@@ -103,6 +103,6 @@ def shared_fallback(ctx: DraftContext) -> SharedBodyDrafter:
     return shared_drafter(ctx, min(SELF_KEEP, max(ctx.target.vocab_size // 2, 1)))
 
 
-@register("shared", forms=("shared[:KEEP]",), parse=lambda rest: ints(rest, 1) or (SELF_KEEP,))
-def _shared(args, ctx: DraftContext) -> SharedBodyDrafter:
+def build(args: tuple[int], ctx: DraftContext) -> SharedBodyDrafter:
+    """`shared[:KEEP]`: the target's own body, head pruned to the KEEP most frequent ids."""
     return shared_drafter(ctx, args[0])

@@ -22,11 +22,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from specdec_lib.core.draft import Draft, Drafter
 from specdec_lib.core.tree import GREEDY_ONLY, build_tree
-from specdec_lib.drafters.base import Draft, Drafter, Wrapping
+from specdec_lib.drafters.base import Wrapping
 from specdec_lib.drafters.bigram import top_successors
 from specdec_lib.drafters.ngram import copy_from, match_starts
-from specdec_lib.drafters.registry import DraftContext, ints, register
+from specdec_lib.drafters.registry import TREE_BRANCH, DraftContext
 from specdec_lib.errors import SpecdecError
 
 
@@ -154,47 +155,34 @@ class TreeDrafter(Wrapping):
         return Draft(tree.tokens, parents=tree.parents) if tree.tokens else Draft([])
 
 
-TREE_NODES = 16  # nodes per verification
-TREE_BRANCH = 2  # bigram successors of the last token
-
-
-def _tree_args(rest: str) -> tuple[int, int]:
-    args = ints(rest, 2)
-    return (args[0] if args else TREE_NODES), (args[1] if len(args) > 1 else TREE_BRANCH)
-
-
-@register("tree", forms=("tree[:NODES[:BRANCH]]",), parse=_tree_args, greedy_only=True)
-def _tree(args, ctx: DraftContext) -> TreeDrafter:
+def build(args: tuple[int, int], ctx: DraftContext) -> TreeDrafter:
+    """`tree[:NODES[:BRANCH]]`: earlier matches and BRANCH bigram successors, NODES nodes."""
     nodes, branch = args
     return TreeDrafter.fit(
         ctx.fit_ids(), ctx.target.vocab_size, branch, corpus=True, max_nodes=nodes
     )
 
 
-def _tree_fb_args(rest: str) -> tuple[int, int]:
-    args = ints(rest, 2)
-    return (args[0] if args else TREE_NODES), (args[1] if len(args) > 1 else 2)
-
-
-for _name in ("tree+shared", "tree+bigram"):
-
-    def _tree_fb(args, ctx: DraftContext, _name: str = _name) -> TreeDrafter:
-        """NODES nodes, else KFB tokens of the shared-body chain (`tree+shared`); `tree+bigram`
-        has the bigram successors in its tree and no chain."""
-        from specdec_lib.drafters.shared import shared_fallback
-
-        nodes, k_fb = args
-        fb = shared_fallback(ctx) if _name == "tree+shared" else None
-        return TreeDrafter.fit(
-            ctx.fit_ids(),
-            ctx.target.vocab_size,
-            TREE_BRANCH,
-            corpus=True,
-            max_nodes=nodes,
-            k_fallback=k_fb,
-            fallback=fb,
-        )
-
-    register(_name, forms=(f"{_name}[:NODES[:KFB]]",), parse=_tree_fb_args, greedy_only=True)(
-        _tree_fb
+def _tree_fb(args: tuple[int, int], ctx: DraftContext, fb: Drafter | None) -> TreeDrafter:
+    nodes, k_fb = args
+    return TreeDrafter.fit(
+        ctx.fit_ids(),
+        ctx.target.vocab_size,
+        TREE_BRANCH,
+        corpus=True,
+        max_nodes=nodes,
+        k_fallback=k_fb,
+        fallback=fb,
     )
+
+
+def build_shared(args: tuple[int, int], ctx: DraftContext) -> TreeDrafter:
+    """`tree+shared[:NODES[:KFB]]`: NODES nodes, else KFB tokens of the shared-body chain."""
+    from specdec_lib.drafters.shared import shared_fallback
+
+    return _tree_fb(args, ctx, shared_fallback(ctx))
+
+
+def build_bigram(args: tuple[int, int], ctx: DraftContext) -> TreeDrafter:
+    """`tree+bigram[:NODES[:KFB]]`: the bigram successors in its tree and no chain."""
+    return _tree_fb(args, ctx, None)

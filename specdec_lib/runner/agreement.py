@@ -15,8 +15,8 @@ from tqdm.auto import tqdm
 
 from specdec_lib import plots
 from specdec_lib.analysis.agreement import TEXT_CONTROL, agreement_summary
+from specdec_lib.core.draft import Drafter
 from specdec_lib.data import Prompt, article_token_ids
-from specdec_lib.drafters import Drafter
 from specdec_lib.errors import SpecdecError
 from specdec_lib.results.store import ExperimentResult
 from specdec_lib.runner.context import Study, arm_name, base_config, get_drafter, load_target

@@ -20,7 +20,8 @@ from typing import Any
 import torch
 
 from specdec_lib import ROOT
-from specdec_lib.drafters import Drafter, ModelDrafter
+from specdec_lib.core.draft import Drafter
+from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.drafters.registry import DraftContext, build
 from specdec_lib.environment import colab, profiles
 from specdec_lib.environment.runtime import current as current_runtime

@@ -19,9 +19,9 @@ from specdec_lib.analysis import stats
 from specdec_lib.analysis.sampling import method_check, tvd_between
 from specdec_lib.config import SamplingConfig
 from specdec_lib.core import decode
+from specdec_lib.core.draft import Draft
 from specdec_lib.core.sampling import logits_to_probs, make_generator
 from specdec_lib.core.verify import pad_vocab
-from specdec_lib.drafters.base import Draft
 
 
 class _Recording:

@@ -16,7 +16,8 @@ import torch
 
 from specdec_lib.analysis.agreement import CONTROL, EXIT, SEPARATE, SHARED
 from specdec_lib.core.cache import CachedLM
-from specdec_lib.drafters import Drafter, ModelDrafter
+from specdec_lib.core.draft import Drafter
+from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.drafters.self_draft import decoder_path
 from specdec_lib.errors import SpecdecError
 

@@ -253,20 +253,20 @@ REGISTRY: dict[str, Entry] = {
         ),
         Entry("int8", ("int8",), no_args, f"{_D}.quantized:build"),
         Entry("shared", ("shared[:KEEP]",), _shared_args, f"{_D}.shared:build"),
-        Entry("tree", ("tree[:NODES[:BRANCH]]",), _tree_args, f"{_D}.tree:build", True),
+        Entry("tree", ("tree[:NODES[:BRANCH]]",), _tree_args, f"{_D}.tree:build", greedy_only=True),
         Entry(
             "tree+shared",
             ("tree+shared[:NODES[:KFB]]",),
             _tree_fb_args,
             f"{_D}.tree:build_shared",
-            True,
+            greedy_only=True,
         ),
         Entry(
             "tree+bigram",
             ("tree+bigram[:NODES[:KFB]]",),
             _tree_fb_args,
             f"{_D}.tree:build_bigram",
-            True,
+            greedy_only=True,
         ),
     ]
 }

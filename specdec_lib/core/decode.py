@@ -36,6 +36,8 @@ def device_sync(device: torch.device) -> None:
 
 @dataclass
 class GenStats:
+    """What one generation cost and how its drafts fared."""
+
     new_tokens: int = 0
     target_calls: int = 0  # prefill included
     draft_calls: int = 0  # propose() calls that returned at least one token
@@ -79,6 +81,7 @@ class GenStats:
         return hist
 
     def summary(self, k: int | None = None) -> dict:
+        """The stats as a plain dict, with position acceptance and the histogram up to k."""
         k = k if k is not None else max(self.proposed_lengths, default=0)
         return {
             "new_tokens": self.new_tokens,
@@ -100,6 +103,8 @@ class GenStats:
 
 @dataclass
 class Generation:
+    """The new tokens of one generation, with its stats."""
+
     tokens: list[int]  # new tokens only
     stats: GenStats
 

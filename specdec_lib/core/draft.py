@@ -97,4 +97,5 @@ class NoDrafter(Drafter):
     name = "none"
 
     def propose(self, seq, k, sampling, generator) -> Draft:
+        """Nothing: the target emits one token per call."""
         return Draft([])

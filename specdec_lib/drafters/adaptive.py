@@ -19,6 +19,8 @@ from specdec_lib.errors import SpecdecError
 
 
 class AdaptiveDrafter(Wrapping):
+    """Any drafter under the adaptive-K schedule."""
+
     name = "adaptive"
 
     def __init__(self, inner: Drafter, *, k_start: int = 4, k_min: int = 1, k_max: int = 8):

@@ -39,6 +39,8 @@ def top_successors(token_ids: Sequence[int], vocab_size: int, m: int) -> np.ndar
 
 
 class BigramDrafter(Drafter):
+    """Chains the most frequent successor of the last token, as fitted on the fit split."""
+
     name = "bigram"
 
     def __init__(self, next_token: np.ndarray, backoff: int):
@@ -47,12 +49,14 @@ class BigramDrafter(Drafter):
 
     @classmethod
     def fit(cls, token_ids: Sequence[int], vocab_size: int) -> BigramDrafter:
+        """The successor table of these ids; an unseen token backs off to the most frequent id."""
         table = top_successors(token_ids, vocab_size, 1)[:, 0]  # [V]
         ids = np.asarray(token_ids, dtype=np.int64)
         backoff = int(np.bincount(ids, minlength=vocab_size).argmax())
         return cls(table, backoff)
 
     def next_of(self, token: int) -> int:
+        """The guess after token."""
         t = int(self.next_token[token]) if 0 <= token < self.next_token.size else -1
         return t if t >= 0 else self.backoff
 

@@ -81,6 +81,7 @@ class DistillConfig:
 
     @property
     def tokens(self) -> int:
+        """Training tokens the recipe reads."""
         return self.steps * self.batch * self.seq_len
 
 
@@ -144,6 +145,7 @@ def own(draft: torch.nn.Module) -> torch.nn.ModuleDict:
 
 
 def own_state(draft: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The draft's own weights, in float32, as saved."""
     return {k: v.detach().float().contiguous() for k, v in own(draft).state_dict().items()}
 
 
@@ -333,6 +335,7 @@ def target_fingerprint(target: torch.nn.Module) -> str:
 
 
 def recipe_hash(cfg: DistillConfig) -> str:
+    """A short hash of the recipe and the saved layout's format."""
     blob = json.dumps({"format": FORMAT, **dataclasses.asdict(cfg)}, sort_keys=True, default=list)
     return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
@@ -346,6 +349,7 @@ def cache_dir(target: LoadedModel, cfg: DistillConfig = DEFAULT) -> Path:
 
 
 def is_complete(directory: Path) -> bool:
+    """Whether directory holds a finished distilled draft (its marker is written last)."""
     return (Path(directory) / MARKER).is_file()
 
 
@@ -397,6 +401,7 @@ def ensure_distilled(
 
 
 def save(out: Path, draft: torch.nn.Module, record: dict[str, Any]) -> None:
+    """The draft's weights and training record into out, whole or not at all."""
     from safetensors.torch import save_file
 
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
@@ -448,6 +453,8 @@ def load_distilled(target: LoadedModel, directory: Path) -> torch.nn.Module:
 
 
 class DistilledDrafter(ModelDrafter):
+    """A draft model distilled from the target, loaded from its directory."""
+
     name = "distilled"
 
     def __init__(self, target: LoadedModel, directory: Path, *, use_cache: bool = True):

@@ -21,6 +21,8 @@ from specdec_lib.errors import SpecdecError
 
 
 class LookupDrafter(Wrapping):
+    """Prompt lookup (n-gram copy), with a short fallback where nothing matches."""
+
     name = "lookup"
 
     def __init__(

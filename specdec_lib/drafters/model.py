@@ -48,6 +48,8 @@ def choose(
 
 
 class ModelDrafter(Drafter):
+    """A causal LM that drafts on its own KV cache, greedy or sampled with its q."""
+
     name = "model"
 
     def __init__(

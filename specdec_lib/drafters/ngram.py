@@ -40,6 +40,8 @@ def copy_from(seq: list[int], start: int, k: int) -> list[int]:
 
 
 class NgramDrafter(Wrapping):
+    """Copies what followed the latest earlier occurrence of the longest matching suffix."""
+
     name = "ngram"
 
     def __init__(self, max_ngram: int = 3, min_ngram: int = 1, fallback: Drafter | None = None):
@@ -53,6 +55,7 @@ class NgramDrafter(Wrapping):
         return self.fallback
 
     def lookup(self, seq: list[int], k: int) -> list[int]:
+        """Up to k tokens copied after the longest suffix match (empty: none)."""
         arr = np.asarray(seq, dtype=np.int64)
         for n in range(self.max_ngram, self.min_ngram - 1, -1):
             j = find_match(arr, n)

@@ -52,6 +52,8 @@ def int8_copy(model: torch.nn.Module) -> torch.nn.Module:
 
 
 class Int8Drafter(ModelDrafter):
+    """An int8 dynamically quantized copy of the target."""
+
     name = "int8"
 
     def __init__(self, target: torch.nn.Module, *, vocab_size: int, use_cache: bool = True):

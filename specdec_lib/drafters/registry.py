@@ -100,6 +100,8 @@ class Entry:
 
 @dataclass(frozen=True)
 class Preset:
+    """A named configuration: a spec and the K it runs at (None: the run's K)."""
+
     spec: str
     k: int | None
     about: str

@@ -100,6 +100,8 @@ def pruned_linear(head: torch.nn.Linear, keep_ids: torch.Tensor) -> torch.nn.Lin
 
 
 class SelfDrafter(ModelDrafter):
+    """The target's first layers on their own cache, with a pruned head or the full one."""
+
     name = "self"
 
     def __init__(

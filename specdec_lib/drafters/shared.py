@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 
 class SharedBodyDrafter(Drafter):
+    """The target's own body on the target's own cache, with a pruned head."""
+
     name = "shared"
 
     def __init__(self, keep_ids: torch.Tensor, full_vocab: int):

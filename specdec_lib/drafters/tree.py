@@ -68,6 +68,8 @@ class CorpusIndex:
 
 
 class TreeDrafter(Wrapping):
+    """A tree of earlier matches and bigram chains, verified in one call (greedy only)."""
+
     name = "tree"
 
     def __init__(
@@ -127,6 +129,7 @@ class TreeDrafter(Wrapping):
         return chains
 
     def bigram_chains(self, last: int, k: int) -> list[list[int]]:
+        """One chain per bigram successor of last, each continued by top successors."""
         if self.successors is None or not 0 <= last < self.successors.shape[0]:
             return []
         depth = min(k, self.k_fallback)

@@ -20,7 +20,7 @@ greedy decoding bit for bit.
     output row on that row, its slot and the weight only, never on the other rows' values: so
     position p's bits depend on its own input alone. No probe, no assumption about which
     shapes a kernel treats alike (oneDNN changes kernel with the row count: one row and
-    several rows of the same LM head round differently on an AMX Xeon).
+    several rows of the same LM head round differently on some CPUs).
   * attention runs `invariant_attention`: each query row attends over a key window padded to a
     multiple of `BUCKET` positions (masked beyond its own position), in float32, in a matmul of
     exactly `ROWS` rows per key head, again in slot p mod ROWS. It needs the `GrowingCache`
@@ -38,8 +38,8 @@ default, because padding a decode step costs more there: the LM head's one-row p
 memory-bound matrix-vector kernel, and `ROWS` rows make it a matrix product. `invariant=True`
 (or $SPECDEC_INVARIANT=1) makes float32 invariant too; the tests run it on every CPU. `ROWS = 8`
 is the trade-off: a K <= 7 verification is one product, a decode step pays for 8 rows, a
-K = 8..15 verification pays two products. `python -m specdec_lib.core.fastpath --measure`
-times both paths per dtype (one JSON line).
+K = 8..15 verification pays two products. `python -m specdec_lib.bench.fastpath_cost` times
+both paths per dtype (one JSON line).
 
 Knows nothing about caches' bookkeeping, sampling or drafters.
 """
@@ -77,7 +77,7 @@ _END: contextvars.ContextVar[int | None] = contextvars.ContextVar("specdec_end",
 def packing_available(dtype: torch.dtype = torch.bfloat16) -> bool:
     """Whether oneDNN can pack and multiply `dtype` weights on this CPU. Probed once per dtype
     on a tiny product: oneDNN's bfloat16 kernels need AVX512 (BW, VL, DQ) or AVX-NE-CONVERT, so
-    an AVX2-only CPU (an AMD EPYC here, say) refuses them with a RuntimeError."""
+    an AVX2-only CPU refuses them with a RuntimeError."""
     mkldnn = getattr(torch.ops, "mkldnn", None)
     if not (
         torch.backends.mkldnn.is_available()
@@ -341,104 +341,3 @@ def fast_view(
     if invariant if attention is None else attention:
         _with_invariant_attention(view)
     return view
-
-
-# ----------------------------------------------------------------------------- measurement
-
-
-def _time_pair(lms: dict, ids: list[int], n: int, reps: int, warmup: int) -> dict:
-    """Paired, interleaved timings (ms) of extending each CachedLM in lms by ids[:n] (then rolling
-    back), alternating which path goes first; warm-up rounds are not kept."""
-    import statistics
-    import time
-
-    times: dict[str, list[float]] = {name: [] for name in lms}
-    names = list(lms)
-    for rep in range(warmup + reps):
-        for name in names if rep % 2 == 0 else names[::-1]:
-            lm = lms[name]
-            keep = len(lm)
-            t0 = time.perf_counter()
-            lm.extend(ids[:n], n)
-            dt = time.perf_counter() - t0
-            lm.rollback(keep)
-            if rep >= warmup:
-                times[name].append(dt * 1e3)
-    out: dict = {
-        name: {"median_ms": statistics.median(t), "min_ms": min(t), "n": len(t)}
-        for name, t in times.items()
-    }
-    old, new = times[names[0]], times[names[1]]
-    out["ratio_median"] = statistics.median(b / a for a, b in zip(old, new, strict=True))
-    return out
-
-
-def measure(reps: int = 20, warmup: int = 3, context: int = 128, threads: int | None = None):
-    """Per dtype this CPU serves (float32; bfloat16 where oneDNN packs): a 1-token decode step
-    and a 5-position verification of the embedded Gemma, after `context` cached tokens, on the
-    old fast path and the invariant one. The old path: rows as given (float32: the stock
-    kernels and SDPA; bfloat16: packed products over the call's rows with invariant attention,
-    i.e. the previous view without the probe's few fixed-row shapes). Returns a dict."""
-    import platform
-
-    from specdec_lib.core.cache import CachedLM
-    from specdec_lib.models.loading import load_model
-
-    if threads is not None:
-        torch.set_num_threads(threads)
-    dtypes = ["float32"] + (["bfloat16"] if packing_available(torch.bfloat16) else [])
-    result: dict = {
-        "measure": "fastpath",
-        "rows": ROWS,
-        "threads": torch.get_num_threads(),
-        "machine": platform.machine(),
-        "processor": platform.processor(),
-        "torch": torch.__version__,
-        "bfloat16_packing": packing_available(torch.bfloat16),
-        "context": context,
-        "reps": reps,
-        "warmup": warmup,
-        "dtypes": {},
-    }
-    for name in dtypes:
-        loaded = load_model("embedded", dtype=name, device="cpu")
-        pack = name != "float32"
-        old = CachedLM(loaded.model, invariant=False)
-        old._runner = fast_view(loaded.model, pack, invariant=False, attention=pack)
-        new = CachedLM(loaded.model, invariant=True)
-        g = torch.Generator().manual_seed(0)
-        ids = torch.randint(3, int(loaded.vocab_size), (context + 5,), generator=g).tolist()
-        with torch.inference_mode():
-            for lm in (old, new):
-                lm.reset()
-                lm.extend(ids[:context], 1)
-            tail = ids[context:]
-            result["dtypes"][name] = {
-                "decode_1": _time_pair({"old": old, "invariant": new}, tail, 1, reps, warmup),
-                "verify_5": _time_pair({"old": old, "invariant": new}, tail, 5, reps, warmup),
-            }
-        del old, new, loaded
-    return result
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-    import json
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--measure", action="store_true", help="time old vs invariant path per dtype")
-    ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--context", type=int, default=128)
-    ap.add_argument("--threads", type=int, default=None)
-    args = ap.parse_args(argv)
-    if not args.measure:
-        ap.print_help()
-        return 2
-    out = measure(args.reps, args.warmup, args.context, args.threads)
-    print(json.dumps(out))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

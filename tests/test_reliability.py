@@ -18,7 +18,7 @@ import torch
 from specdec_lib.config import SamplingConfig, SpecConfig
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import autoregressive_decode
-from specdec_lib.environment.tracking import scrub
+from specdec_lib.environment.secrets import scrub
 from specdec_lib.errors import SpecdecError
 from specdec_lib.results.store import ResultStore, load_result, publish
 

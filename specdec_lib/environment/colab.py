@@ -24,8 +24,8 @@ import tempfile
 from pathlib import Path
 
 from specdec_lib import ROOT
+from specdec_lib.environment.secrets import STORED_SECRETS
 
-SECRET_NAMES = ("HF_TOKEN", "WANDB_API_KEY")
 # What `make evaluate` / tests / the book need but a notebook run does not.
 DEV_ONLY = {"jupyter-book", "pytest", "ruff", "papermill", "nbformat", "ipykernel"}
 # Only the embedded target (the GGUF in a PyPI package, converted with transformers) needs these.
@@ -107,7 +107,7 @@ def read_secrets() -> list[str]:
     except ImportError:
         return []
     found = []
-    for name in SECRET_NAMES:
+    for name in STORED_SECRETS:
         if os.environ.get(name):
             continue
         try:

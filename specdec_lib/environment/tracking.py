@@ -21,26 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "WANDB_API_KEY")
-_TOKEN_RE = re.compile(r"\bhf_[A-Za-z0-9]{8,}\b")  # hub-token shaped; set secrets go by value
-
-
-def secrets() -> list[str]:
-    """The secret values set in this environment (to scan outputs for)."""
-    return [v for k in SECRET_ENV if (v := os.environ.get(k)) and len(v) >= 4]
-
-
-def scrub(obj: Any) -> Any:
-    """A copy of plain data with secret values and token-shaped strings replaced."""
-    if isinstance(obj, dict):
-        return {k: scrub(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(scrub(v) for v in obj)
-    if isinstance(obj, str):
-        for s in secrets():
-            obj = obj.replace(s, "***")
-        return _TOKEN_RE.sub("***", obj)
-    return obj
+from specdec_lib.environment.secrets import scrub
 
 
 def git_commit(root: Path | None = None) -> str | None:

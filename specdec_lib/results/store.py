@@ -36,7 +36,7 @@ from filelock import FileLock
 from specdec_lib.config import config_hash
 from specdec_lib.errors import SpecdecError
 from specdec_lib.results.schema import result_problem
-from specdec_lib.environment.tracking import scrub
+from specdec_lib.environment.secrets import scrub
 
 
 @dataclass

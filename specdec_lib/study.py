@@ -22,6 +22,7 @@ from specdec_lib.analysis.agreement import CONTROL, EXIT, SEPARATE, SHARED, agre
 from specdec_lib.analysis.summary import ci_dict
 from specdec_lib.analysis.sweep import sweep_summary
 from specdec_lib.environment.hub import download, main
+from specdec_lib.environment.profiles import resolve_profile
 from specdec_lib.results.catalog import NOTEBOOKS
 from specdec_lib.runner.agreement import run_agreement
 from specdec_lib.runner.context import (
@@ -32,7 +33,6 @@ from specdec_lib.runner.context import (
     get_drafter,
     load_profile,
     load_target,
-    resolve_profile,
     setup,
 )
 from specdec_lib.runner.context_sweep import run_context_sweep, sweep_config

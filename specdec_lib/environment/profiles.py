@@ -8,6 +8,8 @@ what the config records. Keys the schema does not know are kept unchecked, so a 
 section needs no change here; inside `experiments`, keys are checked by name wherever they
 appear (`n_prompts` in `identity` as in `baseline`). `all_profiles()` reads every profile and
 returns the malformed ones separately, so one bad file never hides the others.
+`profile_for_run(name)` is the profile a run uses where it runs: "auto" resolved (colab-t4 on a
+Colab GPU, else embedded) and, in Colab, the target's extra packages installed (`colab`).
 
 Knows nothing about models, torch or results: it reads YAML only (the book imports it).
 """
@@ -23,6 +25,7 @@ import yaml
 
 from specdec_lib import ROOT
 from specdec_lib.config import MAX_K, MAX_SEED, MAX_TEMPERATURE, MIN_TEMPERATURE
+from specdec_lib.environment import colab
 from specdec_lib.errors import SpecdecError
 
 PROFILES = ROOT / "profiles"
@@ -195,6 +198,18 @@ def load_profile(name: str) -> dict[str, Any]:
         raise SpecdecError(f"profile {where} cannot be read ({type(e).__name__})") from None
     validate(prof, where)
     prof.setdefault("name", path.stem)
+    return prof
+
+
+def resolve_profile(name: str) -> str:
+    """ "auto" -> colab-t4 on a Colab GPU runtime, else embedded; any other name as given."""
+    return colab.auto_profile() if name == "auto" else name
+
+
+def profile_for_run(name: str) -> dict[str, Any]:
+    """The checked profile `name` ("auto" resolved here), its target's packages ready (Colab)."""
+    prof = load_profile(resolve_profile(name))
+    colab.ensure_target(str(prof.get("target", "")))
     return prof
 
 

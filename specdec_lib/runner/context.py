@@ -23,7 +23,7 @@ from specdec_lib import ROOT
 from specdec_lib.core.draft import Drafter
 from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.drafters.registry import DraftContext, build
-from specdec_lib.environment import colab, profiles
+from specdec_lib.environment import profiles
 from specdec_lib.environment.runtime import current as current_runtime
 from specdec_lib.environment.runtime import env_threads
 from specdec_lib.environment.runtime import setup as setup_runtime
@@ -82,13 +82,6 @@ class Study:
         return sec
 
 
-def resolve_profile(name: str) -> str:
-    """ "auto" -> colab-t4 on a Colab GPU runtime, else embedded; any other name as given."""
-    if name != "auto":
-        return name
-    return colab.auto_profile()
-
-
 def setup(
     profile: str = "auto",
     *,
@@ -100,12 +93,11 @@ def setup(
     """The study context of a notebook. A relative results_dir is relative to the repository;
     `profile="auto"` picks colab-t4 on a Colab GPU, else embedded; a non-empty `dtype` replaces
     the profile's."""
-    prof = load_profile(resolve_profile(profile))
+    prof = profiles.profile_for_run(profile)
     if dtype:
         if dtype != "auto" and dtype not in DTYPES and dtype != "float64":
             raise SpecdecError(f"unknown dtype {dtype!r}; use auto, {', '.join(DTYPES)}")
         prof["dtype"] = dtype
-    colab.ensure_target(str(prof.get("target", "")))
     rd = Path(results_dir)
     if not rd.is_absolute():
         rd = ROOT / rd

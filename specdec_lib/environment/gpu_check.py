@@ -30,13 +30,21 @@ from typing import Any
 
 import torch
 
-from specdec_lib import study
+from specdec_lib import ROOT
 from specdec_lib.config import SamplingConfig, SpecConfig
 from specdec_lib.core.decode import device_sync
 from specdec_lib.errors import SpecdecError
+from specdec_lib.runner.agreement import run_agreement
+from specdec_lib.runner.context import MODELS, Study, get_drafter, load_target, setup
+from specdec_lib.runner.context_sweep import run_context_sweep
+from specdec_lib.runner.k_sweep import run_k_sweep
+from specdec_lib.runner.peers import run_peers
+from specdec_lib.runner.prompts import prompts_for
+from specdec_lib.runner.sampling import run_sampling
+from specdec_lib.runner.single import run_baseline, run_bigram, run_transformer_draft
 
 PROFILE = "smoke-pair"
-DEFAULT_OUT = study.ROOT / "results" / "gpu-check" / "report.json"
+DEFAULT_OUT = ROOT / "results" / "gpu-check" / "report.json"
 GREEDY = ("baseline", "bigram", "transformer_draft", "context_sweep", "context_sweep_nocache",
           "k_sweep", "peers")  # fmt: skip
 
@@ -49,19 +57,19 @@ def _arms(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def check_identity(S: study.Study) -> dict[str, Any]:
+def check_identity(S: Study) -> dict[str, Any]:
     """Run every experiment on the device; greedy arms of ours must equal the baseline."""
     results = {}
     runs = [
-        study.run_baseline,
-        study.run_bigram,
-        study.run_transformer_draft,
-        study.run_context_sweep,
-        lambda s: study.run_context_sweep(s, use_cache=False),
-        study.run_agreement,
-        study.run_k_sweep,
-        study.run_sampling,
-        study.run_peers,
+        run_baseline,
+        run_bigram,
+        run_transformer_draft,
+        run_context_sweep,
+        lambda s: run_context_sweep(s, use_cache=False),
+        run_agreement,
+        run_k_sweep,
+        run_sampling,
+        run_peers,
     ]
     for run in runs:
         res = run(S)
@@ -85,14 +93,14 @@ def check_identity(S: study.Study) -> dict[str, Any]:
     }
 
 
-def check_sampling(S: study.Study, seeds: int = 50) -> dict[str, Any]:
+def check_sampling(S: Study, seeds: int = 50) -> dict[str, Any]:
     """T = 1 with the narrower draft over many seeds: no crash, ids inside the vocabulary."""
     from specdec_lib.generate import Generator
 
-    loaded = study.load_target(S)
-    drafter = study.get_drafter(S, loaded, S.profile["drafts"]["transformer"])
+    loaded = load_target(S)
+    drafter = get_drafter(S, loaded, S.profile["drafts"]["transformer"])
     gen = Generator.from_loaded(loaded, drafter)
-    prompts = study.prompts_for(S, loaded, 4, 20)
+    prompts = prompts_for(S, loaded, 4, 20)
     limit = drafter.embed_limit or loaded.vocab_size
     unembeddable, tokens = 0, 0
     for seed in range(seeds):
@@ -128,10 +136,10 @@ def check_timing(device: torch.device, reps: int = 5) -> dict[str, Any]:
 def check_memory(device: torch.device, before: int) -> dict[str, Any]:
     if device.type != "cuda":
         return {"ok": None, "note": "CUDA memory statistics only"}
-    study.MODELS.drop_drafters()
+    MODELS.drop_drafters()
     models_bytes = sum(
         sum(p.numel() * p.element_size() for p in m.model.parameters())
-        for m in study.MODELS.models.values()
+        for m in MODELS.models.values()
     )
     torch.cuda.synchronize(device)
     peak = torch.cuda.max_memory_allocated(device)
@@ -170,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     try:
         with tempfile.TemporaryDirectory(prefix="specdec-gpu-check-") as tmp:
-            S = study.setup(PROFILE, results_dir=tmp, force=True)
+            S = setup(PROFILE, results_dir=tmp, force=True)
             S.profile["device"] = args.device
             checks = {
                 "identity": check_identity(S),

@@ -28,7 +28,7 @@ timed the same way (`calibrate`); c = c_call per draft token is Leviathan's cost
 accounting identity (mean accepted length x baseline step / in-loop time per call) is kept as an
 internal consistency check (`accounting_ratio`), not as a target. The thread count is chosen as
 the CLI and the study choose it (`runtime.choose_threads`: 1 and torch's default probed in
-alternation, each count's fastest step; `$SPECDEC_THREADS` overrides), with both figures in the
+alternation, each count's fastest step; `$SPECDEC_THREADS` overrides), with both numbers in the
 output.
 
 It prints one table (tokens/s with 95% CIs, speedup over our baseline and over HF greedy,
@@ -38,7 +38,7 @@ every figure and which targets were met. Every interval carries its n (prompts).
 tiny settings (a smoke test).
 
 Modules: `configs` (our configurations and their specs), `run` (the run), `calibrate` (costs
-timed apart, the ceiling, the prediction), `figures` (per-arm numbers), `memory`, `targets`,
+timed apart, the ceiling, the prediction), `numbers` (per-arm numbers), `memory`, `targets`,
 `table` (printing); `bench.calibrate` is the module, its function `calibrate.calibrate`. Knows
 nothing about notebooks or result directories.
 """

@@ -36,7 +36,7 @@ BEST_SHORT = Config("best_short", PRESETS["best_short"].spec, PRESETS["best_shor
 # Tree verification (`drafters.tree`): every earlier match of the suffix and the bigram's two top
 # successors in one call of at most 16 nodes, the shared-body chain when nothing matches. An arm
 # of its own beside `best`, with no preset: in a reduced precision its one call is not
-# batch-invariant, so it need not match the baseline token for token (`figures._best` never
+# batch-invariant, so it need not match the baseline token for token (`numbers._best` never
 # calls such an arm best); `generate --draft tree+shared:16:4 --k 8` runs it.
 TREE_LONG = Config("tree", "tree+shared:16:4", 8)
 BASELINE_CONFIG = Config(BASELINE, "none", 1)

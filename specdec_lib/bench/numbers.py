@@ -17,7 +17,7 @@ def _is_hf(method: str) -> bool:
     return method.startswith("hf_")
 
 
-# ----------------------------------------------------------------------------- figures
+# ----------------------------------------------------------------------------- numbers
 
 
 def _walls(rows, method: str) -> np.ndarray:
@@ -39,7 +39,7 @@ def _with_n(o: Any, n: int) -> Any:
     return o
 
 
-def _figures(
+def _arm_numbers(
     rows: list[dict], summary: dict[str, Any], costs: dict[str, dict[str, float]] | None = None
 ) -> dict[str, Any]:
     """Per arm: the numbers a reader compares, flattened; every interval with its n."""

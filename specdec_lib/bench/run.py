@@ -32,8 +32,8 @@ from specdec_lib.bench.configs import (
     make_drafter,
     ngram_configs,
 )
-from specdec_lib.bench.figures import _best, _figures
 from specdec_lib.bench.memory import measure_memory
+from specdec_lib.bench.numbers import _arm_numbers, _best
 from specdec_lib.bench.table import _print_summary, print_table
 from specdec_lib.bench.targets import _targets
 from specdec_lib.environment import runtime
@@ -195,7 +195,7 @@ class Run:
         return _hf(self.loaded, mode, k)
 
     def add(self, gname: str, arms: list[Arm], ps, tokens: int) -> dict[str, Any]:
-        """Run one group (paired, interleaved), time its costs apart, keep its figures."""
+        """Run one group (paired, interleaved), time its costs apart, keep its numbers."""
         rows, summary = _group(gname, arms, ps, tokens, warmup=1)
         self.rows[gname] = rows
         seqs = calibration_seqs(rows, ps, *self.settings.calibration)
@@ -205,7 +205,7 @@ class Run:
             "max_new_tokens": tokens,
             "n_prompts": len(ps),
             "calibration_positions": len(seqs),
-            "arms": _figures(rows, summary, costs),
+            "arms": _arm_numbers(rows, summary, costs),
             "best_ours": _best(summary, hf=False),
             "best_hf": _best(summary, hf=True),
         }

@@ -1,5 +1,5 @@
 """The printed output: one table line per group and arm, then the ceiling and the targets.
-Knows nothing about how the figures are measured."""
+Knows nothing about how the numbers are measured."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from specdec_lib.bench.configs import BEST_SHORT
-from specdec_lib.bench.figures import _ratio
+from specdec_lib.bench.numbers import _ratio
 from specdec_lib.results.catalog import BASELINE
 
 TARGETS = {

@@ -221,7 +221,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """`bench`: run the benchmark with the parsed options."""
-    from specdec_lib.bench import run_bench
+    from specdec_lib.bench.run import run_bench
 
     run_bench(
         target=args.target,

@@ -12,7 +12,8 @@ import pytest
 import torch
 from conftest import tiny_gemma
 
-from specdec_lib.bench import all_configs, run_bench
+from specdec_lib.bench.configs import all_configs
+from specdec_lib.bench.run import run_bench
 from specdec_lib.config import SamplingConfig, SpecConfig
 from specdec_lib.core.cache import CachedLM, packing_available
 from specdec_lib.core.decode import autoregressive_decode
@@ -344,7 +345,7 @@ def test_wide_float32_weights_multiply_several_rows_as_w_times_x_transposed():
 def test_bench_loads_no_float32_twin_of_the_target_on_a_gpu():
     from types import SimpleNamespace
 
-    from specdec_lib.bench import fp32_identity_wanted
+    from specdec_lib.bench.run import fp32_identity_wanted
 
     def loaded(dtype, device):
         return SimpleNamespace(dtype=dtype, device=torch.device(device))
@@ -359,7 +360,7 @@ def test_bench_loads_no_float32_twin_of_the_target_on_a_gpu():
 
 
 def test_fitted_acceptance_is_accepted_over_positions_reached():
-    from specdec_lib.bench import fitted_acceptance
+    from specdec_lib.bench.calibrate import fitted_acceptance
 
     # calls (accepted, proposed): (2, 4) reached 3, (4, 4) reached 4, (0, 3) reached 1, (0, 0) none
     assert fitted_acceptance([2, 4, 0, 0], [4, 4, 3, 0]) == pytest.approx(6 / 8)
@@ -386,7 +387,7 @@ def _rows(method: str, walls: list[float], acc: str, prop: str, busy: float) -> 
 def test_measured_over_predicted_can_fail_where_the_accounting_identity_cannot():
     """The same run against two calibrations: costs that match the run give agreement, costs
     timed 3x cheaper give a prediction 3x too high; the accounting identity is 1 either way."""
-    from specdec_lib.bench import _decode_prediction
+    from specdec_lib.bench.calibrate import _decode_prediction
 
     # baseline: 10 tokens in 1 s (0.1 s a step); the arm: every call of 4 drafts accepts 1
     # (2 tokens a call, 5 calls), each call 0.1 s of draft + verification: 2x faster

@@ -13,7 +13,7 @@ import torch
 import yaml
 from conftest import VOCAB, random_prompt, stepwise_greedy
 
-from specdec_lib import bench
+from specdec_lib.bench import configs
 from specdec_lib.cli import main
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import speculative_decode
@@ -104,9 +104,9 @@ def test_adaptive_takes_its_cap_from_the_run_and_its_inner_drafter_from_the_call
 def test_presets_carry_the_benchmarks_best_configurations():
     assert (PRESETS["best"].spec, PRESETS["best"].k) == ("ngram", 7)
     assert (PRESETS["best_short"].spec, PRESETS["best_short"].k) == ("lookup+shared:3:2", 4)
-    assert (bench.BEST_LONG.draft, bench.BEST_LONG.k) == ("ngram", 7)
-    assert (bench.BEST_SHORT.draft, bench.BEST_SHORT.k) == ("lookup+shared:3:2", 4)
-    assert (bench.TREE_LONG.draft, bench.TREE_LONG.k) == ("tree+shared:16:4", 8)
+    assert (configs.BEST_LONG.draft, configs.BEST_LONG.k) == ("ngram", 7)
+    assert (configs.BEST_SHORT.draft, configs.BEST_SHORT.k) == ("lookup+shared:3:2", 4)
+    assert (configs.TREE_LONG.draft, configs.TREE_LONG.k) == ("tree+shared:16:4", 8)
     assert parse("best").k == 7 and parse("lookup+shared:4:2").k is None
     assert parse("self").args == (18, 16384) and parse("shared").args == (16384,)
 
@@ -121,7 +121,7 @@ def test_the_best_preset_is_lossless_at_its_k(target64, loaded):
 
 
 def study_and_bench_specs() -> set[str]:
-    specs = {c.draft for c in bench.all_configs()} | set(PRESETS)
+    specs = {c.draft for c in configs.all_configs()} | set(PRESETS)
     for profile in sorted((ROOT / "profiles").glob("*.yaml")):
         data = yaml.safe_load(profile.read_text())
         for exp in (data.get("experiments") or {}).values():  # an experiment's own drafts
@@ -144,7 +144,7 @@ def test_every_bench_and_study_configuration_is_accepted_by_generate(capsys, spe
     assert code == 2 and "cannot read prompt file" in err, err
 
 
-@pytest.mark.parametrize("cfg", bench.all_configs(), ids=lambda c: c.name)
+@pytest.mark.parametrize("cfg", configs.all_configs(), ids=lambda c: c.name)
 def test_every_bench_configuration_runs_from_generate_with_the_benchs_k(monkeypatch, cfg):
     """`generate --draft DRAFT --k K` hands the generator the bench's spec and K; a configuration
     that is a preset runs by its name alone, with the same K."""
@@ -165,12 +165,12 @@ def test_every_bench_configuration_runs_from_generate_with_the_benchs_k(monkeypa
     presets = [n for n, p in PRESETS.items() if (p.spec, p.k) == (cfg.draft, cfg.k)]
     for name in presets:
         assert main([*argv, name]) == 2 and seen[name] == cfg.k
-    if cfg in (bench.BEST_LONG, bench.BEST_SHORT):
+    if cfg in (configs.BEST_LONG, configs.BEST_SHORT):
         assert presets, f"{cfg.name}: no preset names it"
 
 
 def test_the_benchs_self_spec_is_accepted(loaded):
-    assert parse(bench._self_spec(loaded)).name == "self"
+    assert parse(configs._self_spec(loaded)).name == "self"
 
 
 @pytest.mark.parametrize(

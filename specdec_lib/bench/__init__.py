@@ -2,7 +2,7 @@
 
 Everything runs on the same loaded target, on a fixed set of held-out WikiText-2 prompts (the eval
 half of `data.split_articles`; the same articles and anchors at both context lengths),
-interleaved per prompt (`runner.paired.run_paired`, the order rotating with the prompt) after a
+interleaved per prompt (`measure.paired.run_paired`, the order rotating with the prompt) after a
 warm-up that also builds every kernel shape the run will use. Groups:
 
 - `long_c100`, 128 new tokens: our baseline and HF greedy; our n-gram lookup and HF prompt
@@ -37,65 +37,9 @@ acceptance, mean accepted length, cost ratio, measured/predicted speedup, share 
 every figure and which targets were met. Every interval carries its n (prompts). `quick` runs
 tiny settings (a smoke test).
 
-Modules: `configs` (our configurations and their specs), `run` (the run), `calibrate` (costs
-timed apart, the ceiling, the prediction), `numbers` (per-arm numbers), `memory`, `targets`,
-`table` (printing); `bench.calibrate` is the module, its function `calibrate.calibrate`. Knows
+Modules (the package re-exports none of them): `configs` (our configurations and their specs),
+`run` (the run, `run_bench`), `calibrate` (costs timed apart, the ceiling, the prediction),
+`numbers` (per-arm numbers), `memory`, `targets`, `table` (printing), and apart from the bench
+run `fastpath_cost` (what the batch-invariant fast path costs, its own `python -m`). Knows
 nothing about notebooks or result directories.
 """
-
-from __future__ import annotations
-
-from specdec_lib.bench.calibrate import (
-    CEILING_KS,
-    _decode_prediction,
-    calibration_seqs,
-    ceiling,
-    fitted_acceptance,
-)
-from specdec_lib.bench.configs import (
-    BEST_LONG,
-    BEST_SHORT,
-    CONTEXTS,
-    IDENTITY_TOKENS,
-    KS,
-    LONG_TOKENS,
-    SHORT_TOKENS,
-    TREE_LONG,
-    Config,
-    _self_spec,
-    all_configs,
-    make_drafter,
-)
-from specdec_lib.bench.memory import measure_memory, rss_bytes
-from specdec_lib.bench.run import choose_threads, fp32_identity_wanted, run_bench, warm_kernels
-from specdec_lib.bench.table import COLUMNS, print_table
-from specdec_lib.bench.targets import TARGETS
-
-__all__ = [
-    "BEST_LONG",
-    "BEST_SHORT",
-    "CEILING_KS",
-    "COLUMNS",
-    "CONTEXTS",
-    "IDENTITY_TOKENS",
-    "KS",
-    "LONG_TOKENS",
-    "SHORT_TOKENS",
-    "TARGETS",
-    "TREE_LONG",
-    "Config",
-    "_decode_prediction",
-    "_self_spec",
-    "all_configs",
-    "calibration_seqs",
-    "ceiling",
-    "choose_threads",
-    "fitted_acceptance",
-    "fp32_identity_wanted",
-    "make_drafter",
-    "measure_memory",
-    "print_table",
-    "rss_bytes",
-    "run_bench",
-    "warm_kernels",
-]

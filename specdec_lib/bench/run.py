@@ -4,11 +4,12 @@ nothing about notebooks or result directories."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -212,6 +213,16 @@ class Run:
         return self.groups[gname]
 
 
+@contextlib.contextmanager
+def _threads_kept() -> Iterator[None]:
+    """Torch's thread count as it was before, whatever the block set."""
+    before = torch.get_num_threads()
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def run_bench(
     target: str = "embedded",
     dtype: str = "auto",
@@ -230,71 +241,45 @@ def run_bench(
 
     `loaded` / `loaded_fp32` / `articles` inject a preloaded target (and its float32 twin for the
     identity check) and the held-out articles, for tests on tiny models."""
-    threads_before = torch.get_num_threads()
-    try:
-        return _run_bench(
-            target,
-            dtype,
-            device,
-            n_prompts,
-            max_new_tokens,
-            seed,
-            quick,
-            loaded,
-            loaded_fp32,
-            articles,
-            out if out is not None else sys.stdout,
+    out = out if out is not None else sys.stdout
+    with _threads_kept():
+        t_start = time.perf_counter()
+        s = Settings.of(n_prompts, max_new_tokens, quick)
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        if loaded is None:
+            loaded = load_model(target, dtype=dtype, device=device)
+        t_loaded = time.perf_counter()
+        fit_ids_of = _fit_ids_of(articles, seed)
+        anchor_min = max(s.contexts)
+        prompts = {
+            c: _prompts(loaded, s.n_prompts, c, seed, anchor_min, articles) for c in s.contexts
+        }
+        run = Run(s, loaded, fit_ids_of(loaded), prompts)
+        max_k = max(*s.ks, BEST_LONG.k, BEST_SHORT.k)
+        threads = choose_threads(loaded)  # first: kernels are built per thread count
+        warm_s = warm_kernels(loaded, max_k + 1, [c + 1 for c in s.contexts] + list(s.contexts))
+        _long_groups(run)
+        _short_groups(run)
+        first = max(s.contexts)
+        base_lm = run.ours(BASELINE_CONFIG).generator.lm
+        bound = ceiling(base_lm, run.rows[f"long_c{first}"], prompts[first], *s.calibration)
+        self_spec = _self_spec(loaded)
+        memory = measure_memory(
+            loaded, run.fit_ids, list(prompts[s.contexts[0]][0].ids), 16, self_spec
         )
-    finally:
-        torch.set_num_threads(threads_before)
-
-
-def _run_bench(
-    target,
-    dtype,
-    device,
-    n_prompts,
-    max_new_tokens,
-    seed,
-    quick,
-    loaded,
-    loaded_fp32,
-    articles,
-    out,
-) -> dict[str, Any]:
-    t_start = time.perf_counter()
-    s = Settings.of(n_prompts, max_new_tokens, quick)
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    if loaded is None:
-        loaded = load_model(target, dtype=dtype, device=device)
-    t_loaded = time.perf_counter()
-    fit_ids_of = _fit_ids_of(articles, seed)
-    anchor_min = max(s.contexts)
-    prompts = {c: _prompts(loaded, s.n_prompts, c, seed, anchor_min, articles) for c in s.contexts}
-    run = Run(s, loaded, fit_ids_of(loaded), prompts)
-    max_k = max(*s.ks, BEST_LONG.k, BEST_SHORT.k)
-    threads = choose_threads(loaded)  # first: kernels are built per thread count
-    warm_s = warm_kernels(loaded, max_k + 1, [c + 1 for c in s.contexts] + list(s.contexts))
-    _long_groups(run)
-    _short_groups(run)
-    first = max(s.contexts)
-    base_lm = run.ours(BASELINE_CONFIG).generator.lm
-    bound = ceiling(base_lm, run.rows[f"long_c{first}"], prompts[first], *s.calibration)
-    self_spec = _self_spec(loaded)
-    memory = measure_memory(loaded, run.fit_ids, list(prompts[s.contexts[0]][0].ids), 16, self_spec)
-    identity = _identity_check(run, target, device, fit_ids_of, loaded_fp32)
-    targets = _targets(run.groups, run.rows, memory, s.contexts, quick)
-    print_table(run.groups, out)
-    result = _result(run, seed, threads, memory, identity, bound, targets)
-    result["timing_s"] = {
-        "load": t_loaded - t_start,
-        "warm_kernels": warm_s,
-        "total": time.perf_counter() - t_start,
-    }
-    result = clean(result)
-    _print_summary(targets, out, bound)
-    print(json.dumps(result, sort_keys=True, allow_nan=False), file=out, flush=True)
-    return result
+        identity = _identity_check(run, target, device, fit_ids_of, loaded_fp32)
+        targets = _targets(run.groups, run.rows, memory, s.contexts, quick)
+        print_table(run.groups, out)
+        result = _result(run, seed, threads, memory, identity, bound, targets)
+        result["timing_s"] = {
+            "load": t_loaded - t_start,
+            "warm_kernels": warm_s,
+            "total": time.perf_counter() - t_start,
+        }
+        result = clean(result)
+        _print_summary(targets, out, bound)
+        print(json.dumps(result, sort_keys=True, allow_nan=False), file=out, flush=True)
+        return result
 
 
 def _fit_ids_of(articles, seed: int) -> Callable[[LoadedModel], Callable[[], list[int]]]:

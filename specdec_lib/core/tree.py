@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from specdec_lib.core import fastpath
 from specdec_lib.errors import SpecdecError
 
 if TYPE_CHECKING:
@@ -163,8 +164,6 @@ def _runner(lm: CachedLM) -> torch.nn.Module:
         return lm.model
     runner = getattr(lm, "_tree_runner", None)
     if runner is None:
-        from specdec_lib.core import fastpath
-
         # plain packed products over the call's rows: tree rows are not consecutive positions,
         # so the fixed-slot invariant products do not apply (lossless up to rounding in bf16)
         runner = fastpath.fast_view(lm.model, lm.packed, invariant=False, attention=False)

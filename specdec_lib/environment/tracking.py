@@ -2,7 +2,8 @@
 
 W&B runs offline unless WANDB_API_KEY is set (and WANDB_MODE is not "offline"), and not at all
 with WANDB_MODE=disabled or when wandb is not installed. Config values are scrubbed of anything
-that looks like a token before they reach W&B or a file. Knows nothing about decoding.
+that looks like a token (`secrets.scrub`) before they reach W&B or a file. Knows nothing about
+decoding.
 
 What one experiment's run holds: a group per batch (SPECDEC_BATCH, else profile@commit), the
 experiment as job type, tags (profile, dtype, device); one history series per arm and cell under

@@ -7,8 +7,9 @@ Every notebook: a Colab badge, a Colab-only setup cell (clone, read HF_TOKEN and
 from Colab's secrets without printing them, install what a run needs without replacing Colab's
 torch: `specdec_lib/environment/colab.py`), one cell tagged `parameters` with typed literals
 only (papermill; `profile = "auto"` is resolved by `study.setup`), a cell that derives the
-run from the profile, then calls into `specdec_lib.study`, which writes the result files
-(see results/SCHEMA.md).
+run from the profile, then one cell per experiment calling into `specdec_lib.study`, which
+writes the result files (see results/SCHEMA.md). Titles, texts and calls are the declarations'
+(`specdec_lib/results/catalog.py` and each experiment's analysis module).
 The notebooks are committed without outputs.
 """
 
@@ -24,6 +25,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from specdec_lib.results import catalog  # noqa: E402
+from specdec_lib.results.declare import load  # noqa: E402
 
 CONFIG = HERE.parent / "_config.yml"
 
@@ -96,70 +98,6 @@ print(
 )
 """
 
-NOTEBOOKS = {
-    "01_baseline": (
-        "Autoregressive baseline",
-        "The KV-cached autoregressive baseline: one target call per token. Tokens per second "
-        "and seconds per prompt, medians with bootstrap 95% confidence intervals across prompts. "
-        "Writes `baseline/`.",
-        [("study.run_baseline(S)", "baseline")],
-    ),
-    "02_bigram": (
-        "Bigram drafter",
-        "A bigram table fitted on the fit split of WikiText-2 drafts K tokens; the target "
-        "verifies them greedily. Paired with the baseline on the same prompts, interleaved per "
-        "prompt. Writes `bigram/`.",
-        [("study.run_bigram(S)", "bigram")],
-    ),
-    "03_transformer_draft": (
-        "Transformer draft",
-        "A transformer drafts: the target's own first layers (`self`, embedded profile) or "
-        "gemma-3-1b-pt for gemma-3-4b-pt (colab-t4). Paired with the baseline; plus greedy "
-        "token identity per dtype (the profile's and float32). Writes `transformer_draft/`.",
-        [("study.run_transformer_draft(S)", "transformer_draft")],
-    ),
-    "04_context_sweep": (
-        "Context sweep",
-        "Speedup and acceptance as the visible context grows, on the same documents and "
-        "anchors at every context, each context with its own paired baseline; the earlier "
-        "study's way of computing speedup (one context-20 baseline for every row) beside it; "
-        "the same sweep with the KV cache off on the very same prompts; and the timing-free "
-        "teacher-forced agreement of every draft with the target on the documents' real next "
-        "tokens, at the same positions for every context. Writes `context_sweep/`, "
-        "`context_sweep_nocache/` and `agreement/`.",
-        [
-            ("study.run_context_sweep(S, use_cache=True)", "context_sweep"),
-            ("study.run_context_sweep(S, use_cache=False)", "context_sweep_nocache"),
-            ("study.run_agreement(S)", "agreement"),
-        ],
-    ),
-    "05_k_sweep": (
-        "Draft length K",
-        "The transformer draft at each K of the profile (`ks`): measured speedup beside "
-        "Leviathan et al.'s prediction from the measured acceptance and cost ratio, and an "
-        "adaptive-K schedule (longer after a fully accepted draft, shorter after an early "
-        "rejection). Writes `k_sweep/`.",
-        [("study.run_k_sweep(S)", "k_sweep")],
-    ),
-    "06_sampling": (
-        "Speculative sampling",
-        "Temperatures 0.7 and 1.0 with lossless speculative sampling: acceptance and speedup, "
-        "and an empirical check that the first sampled token follows the target's exact "
-        "distribution (total variation distance and a chi-square test over many seeds, beside "
-        "the same for plain sampling). Writes `sampling/`.",
-        [("study.run_sampling(S)", "sampling")],
-    ),
-    "07_peers": (
-        "Hugging Face peers",
-        "Hugging Face `generate`: greedy, prompt lookup (`prompt_lookup_num_tokens`) and "
-        "assisted generation (`assistant_model`) on the same prompts and the same pair, beside "
-        "our baseline, n-gram lookup and transformer draft: speed, and the fraction of outputs "
-        "identical to greedy. Writes `peers/`.",
-        [("study.run_peers(S)", "peers")],
-    ),
-}
-
-
 def badge(name: str) -> str:
     url = REPO_URL.replace("https://github.com/", "https://colab.research.google.com/github/")
     return (
@@ -168,8 +106,10 @@ def badge(name: str) -> str:
     )
 
 
-def build(name: str) -> nbformat.NotebookNode:
-    title, text, calls = NOTEBOOKS[name]
+def build(notebook: catalog.Notebook) -> nbformat.NotebookNode:
+    """The notebook a declaration describes: its text, setup, parameters and one cell per
+    experiment (the experiment's declared call, then its reading)."""
+    name, title, text = notebook.name, notebook.title, notebook.text
     number = name.split("_", 1)[0]
     cells = [
         new_markdown_cell(
@@ -185,8 +125,9 @@ def build(name: str) -> nbformat.NotebookNode:
         new_code_cell(PARAMETERS.rstrip("\n"), metadata={"tags": ["parameters"]}),
         new_code_cell(DERIVE.rstrip("\n")),
     ]
-    for call, experiment in calls:
-        cells.append(new_code_cell(f'result = {call}\nstudy.display_result(S, "{experiment}")'))
+    for ref in notebook.experiments:
+        e = load(ref)
+        cells.append(new_code_cell(f'result = {e.call}\nstudy.display_result(S, "{e.name}")'))
     nb = new_notebook(
         cells=cells,
         metadata={
@@ -200,15 +141,11 @@ def build(name: str) -> nbformat.NotebookNode:
 
 
 def main(argv: list[str]) -> int:
-    writes = {name: tuple(e for _, e in NOTEBOOKS[name][2]) for name in NOTEBOOKS}
-    if writes != catalog.NOTEBOOKS:  # the catalog is the one list; the cells must agree with it
-        print(f"notebook cells disagree with specdec_lib/results/catalog.py: {writes}")
-        return 1
     check = "--check" in argv
     stale = []
-    for name in NOTEBOOKS:
-        text = nbformat.writes(build(name)) + "\n"
-        path = HERE / f"{name}.ipynb"
+    for notebook in catalog.STUDY:
+        text = nbformat.writes(build(notebook)) + "\n"
+        path = HERE / f"{notebook.name}.ipynb"
         if check:
             if not path.is_file() or path.read_text(encoding="utf-8") != text:
                 stale.append(path.name)

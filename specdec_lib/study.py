@@ -4,13 +4,15 @@ A notebook does `S = study.setup(profile, results_dir=..., force=...)` and then 
 `run_*` functions, each of which builds its config from the profile alone, returns the stored
 result when one exists for the same config hash (unless forced or FORCE=1), and otherwise loads
 the target (once per process), builds the arms, runs them paired and interleaved per prompt
-(`runner.paired.run_paired`), summarizes (`analysis`), draws the figures and publishes the
+(`measure.paired.run_paired`), summarizes (`analysis`), draws the figures its declaration names and publishes the
 directory atomically (`results.store.publish`). The layout and every key are documented in
 `results/SCHEMA.md`.
 
-A facade: the code lives in `specdec_lib.runner` (the context, execution, one module per
-experiment; `runner.experiments` lists them) and the torch-free summaries in
-`specdec_lib.analysis`; notebooks, the gpu-check and the tests keep calling `study.*`.
+The notebooks' API (nothing inside specdec_lib imports it): the code lives in
+`specdec_lib.runner` (the context, execution, one module per experiment), the torch-free
+summaries and each experiment's declaration in `specdec_lib.analysis`, and the one list of
+experiments in `specdec_lib.results.catalog`; notebooks, the gpu-check and the tests call
+`study.*`.
 `python -m specdec_lib.study download` is `make download` (`runner.hub`).
 """
 

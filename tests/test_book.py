@@ -632,7 +632,8 @@ def _drawn(fig):
 
 def test_figures_read_plainly(synthetic):
     """Integer axes have integer ticks, context axes read 10, 20, 50 (not 2x10^1), legends sit
-    beside the data, and the study's writers (plots) draw with the same functions."""
+    beside the data, and the study's writers (the declared figures) draw with the same
+    functions."""
     p = report.load_results("synthetic", synthetic)
     for fig in (report.fig_position_acceptance(p), report.fig_accepted_histogram(p)):
         ax = _drawn(fig).axes[0]
@@ -643,14 +644,14 @@ def test_figures_read_plainly(synthetic):
         assert legend.get_window_extent().x0 >= ax.get_window_extent().x1
     ax = _drawn(report.fig_acceptance_vs_context(p)).axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == [str(c) for c in CONTEXTS]
-    from specdec_lib import plots
+    from specdec_lib.reporting.figures import declared
 
-    sweep = p.get("context_sweep")
+    sweep, ks, bigram = p.get("context_sweep"), p.get("k_sweep"), p.get("bigram")
     out = synthetic / "figures-out"
     out.mkdir(exist_ok=True)
-    plots.context_figures(sweep.summary, out)
-    plots.measured_vs_predicted(p.get("k_sweep").summary, out / "measured_vs_predicted.png")
-    plots.time_split(p.get("bigram").rows, out / "time_split.png")
+    declared.draw("context_sweep", sweep.summary, sweep.rows, out)
+    declared.draw("k_sweep", ks.summary, ks.rows, out, files={"measured_vs_predicted.png"})
+    declared.draw("bigram", bigram.summary, bigram.rows, out, files={"time_split.png"})
     names = {f.name for f in out.glob("*.png")}
     assert names == {"speedup_vs_context.png", "acceptance_vs_context.png",
                      "time_vs_context.png", "earlier_style_vs_paired.png",

@@ -261,13 +261,14 @@ def test_embedded_configs_match_committed_results():
 
     from specdec_lib.config import config_hash
     from specdec_lib.results.catalog import EXPERIMENTS
-    from specdec_lib.runner.experiments import CONFIGS, RUNS
+    from specdec_lib.results.catalog import experiment as declaration
+    from specdec_lib.results.declare import load
 
-    assert set(CONFIGS) == set(RUNS) == set(EXPERIMENTS)
     S = study.Study(study.load_profile("embedded"), study.ROOT / "results")
     for experiment in EXPERIMENTS:
+        assert callable(load(declaration(experiment).run)), experiment
         saved = json.loads((S.store.dir(experiment) / "config.json").read_text())
-        cfg = CONFIGS[experiment](S)
+        cfg = load(declaration(experiment).config)(S)
         want = {k: v for k, v in saved.items() if k != "config_hash"}
         assert json.loads(json.dumps(cfg)) == want, experiment
         assert config_hash(cfg) == saved["config_hash"], experiment

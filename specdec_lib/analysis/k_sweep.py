@@ -13,6 +13,7 @@ import numpy as np
 
 from specdec_lib.analysis.summary import point
 from specdec_lib.analysis.theory import best_k, expected_speedup
+from specdec_lib.results.declare import Experiment, Figure
 
 
 def k_row(k: int, s: dict[str, Any]) -> dict[str, Any]:
@@ -89,3 +90,31 @@ def k_sweep_summary(
         "adaptive_speedup": adaptive["speedup"],
     }
     return {"arms": arms, "ks": ks, "table": table, "adaptive": adaptive, "headline": headline}
+
+
+# --------------------------------------------------------------------------- declaration
+
+k_sweep = Experiment(
+    "k_sweep",
+    "the transformer draft at each draft length K, and an adaptive-K schedule",
+    run="specdec_lib.runner.k_sweep:run_k_sweep",
+    config="specdec_lib.runner.k_sweep:k_sweep_config",
+    call="study.run_k_sweep(S)",
+    figures=(
+        Figure(
+            "measured_vs_predicted.png",
+            "specdec_lib.reporting.figures.results:measured_vs_predicted",
+            "Measured speedup per K (whiskers: 95% interval) beside the "
+            "predictions from the measured acceptance and cost ratio; the dash-dotted line is "
+            "adaptive K. Look at "
+            "where the measured curve peaks and how far the predictions sit from it.",
+        ),
+        Figure(
+            "position_acceptance.png",
+            "specdec_lib.reporting.figures.results:k_sweep_position_acceptance",
+            "Probability that draft position i is accepted given that positions "
+            "1..i-1 were. A flat line is what the i.i.d. model behind Leviathan et al.'s "
+            "prediction assumes; a falling one means long drafts pay off less than predicted.",
+        ),
+    ),
+)

@@ -13,6 +13,7 @@ import numpy as np
 
 from specdec_lib.analysis import stats
 from specdec_lib.results.catalog import BASELINE
+from specdec_lib.results.declare import Experiment, Figure
 
 # arm -> Hugging Face generate's mode (`specdec_lib.measure.peers.HFGenerator`)
 HF_ARMS = {"hf-greedy": "greedy", "hf-prompt-lookup": "prompt_lookup", "hf-assisted": "assisted"}
@@ -101,3 +102,23 @@ def peers_summary(
             for t in table
         },
     }
+
+
+# --------------------------------------------------------------------------- declaration
+
+peers = Experiment(
+    "peers",
+    "Hugging Face `generate` (greedy, prompt lookup, assisted) beside our decoders",
+    run="specdec_lib.runner.peers:run_peers",
+    config="specdec_lib.runner.peers:peers_default_config",
+    call="study.run_peers(S)",
+    figures=(
+        Figure(
+            "peers_speed.png",
+            "specdec_lib.reporting.figures.results:peers",
+            "Tokens per second (median, 95% interval) of our decoders (blue) and Hugging "
+            "Face generate (orange) on the same prompts; the label is the share of outputs "
+            "identical to greedy.",
+        ),
+    ),
+)

@@ -15,6 +15,7 @@ import numpy as np
 from specdec_lib.analysis import stats
 from specdec_lib.analysis.summary import point
 from specdec_lib.results.catalog import BASELINE
+from specdec_lib.results.declare import Experiment, Figure
 
 
 def tvd_between(p: np.ndarray, q: np.ndarray) -> float | None:
@@ -89,3 +90,30 @@ def temperature_headline(
         "tvd_baseline": check[BASELINE]["tvd"],
         "detectable_tvd": check[first]["detectable_tvd"] if first else None,
     }
+
+
+# --------------------------------------------------------------------------- declaration
+
+sampling = Experiment(
+    "sampling",
+    "lossless speculative sampling at temperature > 0",
+    run="specdec_lib.runner.sampling:run_sampling",
+    config="specdec_lib.runner.sampling:sampling_config",
+    call="study.run_sampling(S)",
+    figures=(
+        Figure(
+            "sampling_speedup.png",
+            "specdec_lib.reporting.figures.results:sampling_speedup",
+            "Speedup (left) and acceptance (right) of speculative sampling per "
+            "temperature, with 95% intervals.",
+        ),
+        Figure(
+            "distribution_check.png",
+            "specdec_lib.reporting.figures.results:distribution_check",
+            "Total variation distance between the empirical distribution of the "
+            "first sampled token and the target's exact one, for speculative and plain sampling, "
+            "with chi-square p-values. Speculative sampling is lossless when its bar looks like "
+            "plain sampling's: both are sampling noise at this n.",
+        ),
+    ),
+)

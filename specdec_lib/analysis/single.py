@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from specdec_lib.results.catalog import BASELINE
+from specdec_lib.results.declare import Experiment, Figure
 
 
 def headline_pair(arms: dict[str, Any], arm: str) -> dict[str, Any]:
@@ -58,3 +59,67 @@ def identity_summary(dtype: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
             r["divergence_margin"] for r in rows if r["divergence_margin"] is not None
         ],
     }
+
+
+# --------------------------------------------------------------------------- declarations
+
+PAIR_FIGURES = (
+    Figure(
+        "speedup.png",
+        "specdec_lib.reporting.figures.results:speedup",
+        "Speedup of each drafting arm over the baseline on the same prompts (total "
+        "baseline time / total arm time); whiskers: 95% paired-bootstrap interval. Above 1 is "
+        "faster; an interval that straddles 1 is no measured speedup.",
+    ),
+    Figure(
+        "position_acceptance.png",
+        "specdec_lib.reporting.figures.results:position_acceptance",
+        "Probability that draft position i is accepted given that positions "
+        "1..i-1 were. A flat line is what the i.i.d. model behind Leviathan et al.'s prediction "
+        "assumes; a falling one means long drafts pay off less than predicted.",
+    ),
+    Figure(
+        "accepted_histogram.png",
+        "specdec_lib.reporting.figures.results:accepted_histogram",
+        "Accepted draft tokens per verification, as a share of verifications. "
+        "Mass at K is whole drafts accepted; mass at 0 is drafting time wasted.",
+    ),
+    Figure(
+        "time_split.png",
+        "specdec_lib.reporting.figures.results:time_split",
+        "Where the seconds went, summed over prompts: prefill, drafting, verification "
+        "and the rest. A drafter pays its acceptance with the drafting bar.",
+    ),
+)
+
+baseline = Experiment(
+    "baseline",
+    "the KV-cached autoregressive baseline: one target call per generated token",
+    run="specdec_lib.runner.single:run_baseline",
+    config="specdec_lib.runner.single:baseline_config",
+    call="study.run_baseline(S)",
+    figures=(
+        Figure(
+            "tokens_per_s.png",
+            "specdec_lib.reporting.figures.results:tokens_per_s",
+            "Tokens per second of each prompt under the baseline; the dashed line is the "
+            "median. The spread is the noise that every speedup interval has to beat.",
+        ),
+    ),
+)
+bigram = Experiment(
+    "bigram",
+    "a bigram drafter (a table fitted on WikiText-2) against the paired baseline",
+    run="specdec_lib.runner.single:run_bigram",
+    config="specdec_lib.runner.single:bigram_config",
+    call="study.run_bigram(S)",
+    figures=PAIR_FIGURES,
+)
+transformer_draft = Experiment(
+    "transformer_draft",
+    "a transformer draft against the paired baseline",
+    run="specdec_lib.runner.single:run_transformer_draft",
+    config="specdec_lib.runner.single:transformer_config",
+    call="study.run_transformer_draft(S)",
+    figures=PAIR_FIGURES,
+)

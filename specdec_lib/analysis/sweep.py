@@ -14,6 +14,7 @@ import numpy as np
 from specdec_lib.analysis import stats
 from specdec_lib.analysis.summary import point, summarize
 from specdec_lib.results.catalog import BASELINE
+from specdec_lib.results.declare import Experiment, Figure
 
 
 def walls(rows: list[dict[str, Any]], context: int, method: str) -> np.ndarray:
@@ -126,3 +127,53 @@ def sweep_summary(rows: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, 
         "baseline_growth": baseline_growth(table, by_context),
         "headline": sweep_headline(table, methods),
     }
+
+
+# --------------------------------------------------------------------------- declarations
+
+CONTEXT_FIGURES = (
+    Figure(
+        "speedup_vs_context.png",
+        "specdec_lib.reporting.figures.results:speedup_vs_context",
+        "Paired speedup at each context, each against the baseline at the same "
+        "context (whiskers: 95% intervals). A drafter that loses ground as context grows falls "
+        "here.",
+    ),
+    Figure(
+        "acceptance_vs_context.png",
+        "specdec_lib.reporting.figures.results:acceptance_vs_context",
+        "Acceptance rate (accepted / proposed) at each context (whiskers: 95% "
+        "intervals): the timing-free half of the speedup.",
+    ),
+    Figure(
+        "time_vs_context.png",
+        "specdec_lib.reporting.figures.results:time_vs_context",
+        "Total seconds per arm at each context. The baseline's own growth is "
+        "what a single baseline at one context hides.",
+    ),
+    Figure(
+        "earlier_style_vs_paired.png",
+        "specdec_lib.reporting.figures.results:earlier_style_vs_paired",
+        "Dashed (crosses): speedup the earlier study's way (one baseline at "
+        "the reference context divided by each row's time, the baseline's own row included); "
+        "solid: paired with the same context. "
+        "Where the two part, the difference is the baseline's growth, not the drafter's.",
+    ),
+)
+
+context_sweep = Experiment(
+    "context_sweep",
+    "drafting at growing visible context, each context against its own baseline",
+    run="specdec_lib.runner.context_sweep:run_context_sweep",
+    config="specdec_lib.runner.context_sweep:context_sweep_config",
+    call="study.run_context_sweep(S, use_cache=True)",
+    figures=CONTEXT_FIGURES,
+)
+context_sweep_nocache = Experiment(
+    "context_sweep_nocache",
+    "the context sweep with the KV cache off (every call re-reads the whole sequence)",
+    run="specdec_lib.runner.context_sweep:run_context_sweep_nocache",
+    config="specdec_lib.runner.context_sweep:context_sweep_nocache_config",
+    call="study.run_context_sweep(S, use_cache=False)",
+    figures=CONTEXT_FIGURES,
+)

@@ -3,8 +3,10 @@
 `reading(path)` returns Markdown: what was run (model, dtype, device, arms, prompts, tokens), the
 headline numbers with their 95% intervals and n, a table with chosen columns (rounded, with units,
 no index, no empty cells), and each figure with a caption that says what to look at.
-`show(path)` displays it in a notebook. Reads only the files of results/SCHEMA.md; knows nothing
-about models, and judges nothing (verdicts are the book's, from rules written before the numbers).
+`show(path)` displays it in a notebook. What each experiment runs and each figure's caption are
+read from the experiments' declarations (`results.catalog`). Reads only the files of
+results/SCHEMA.md; knows nothing about models, and judges nothing (verdicts are the book's, from
+rules written before the numbers).
 """
 
 from __future__ import annotations
@@ -16,63 +18,34 @@ from pathlib import Path
 from typing import Any
 
 from specdec_lib.reporting.format import md_table as markdown_table
+from specdec_lib.results import catalog
 
 DASH = "–"
 
-WHAT = {
-    "baseline": "the KV-cached autoregressive baseline: one target call per generated token",
-    "bigram": "a bigram drafter (a table fitted on WikiText-2) against the paired baseline",
-    "transformer_draft": "a transformer draft against the paired baseline",
-    "context_sweep": "drafting at growing visible context, each context against its own baseline",
-    "context_sweep_nocache": "the context sweep with the KV cache off (every call re-reads "
-    "the whole sequence)",
-    "agreement": "teacher-forced agreement of draft and target on the same positions (no timing)",
-    "k_sweep": "the transformer draft at each draft length K, and an adaptive-K schedule",
-    "sampling": "lossless speculative sampling at temperature > 0",
-    "peers": "Hugging Face `generate` (greedy, prompt lookup, assisted) beside our decoders",
-}
 
-CAPTIONS = {
-    "tokens_per_s": "Tokens per second of each prompt under the baseline; the dashed line is the "
-    "median. The spread is the noise that every speedup interval has to beat.",
-    "speedup": "Speedup of each drafting arm over the baseline on the same prompts (total "
-    "baseline time / total arm time); whiskers: 95% paired-bootstrap interval. Above 1 is faster; "
-    "an interval that straddles 1 is no measured speedup.",
-    "position_acceptance": "Probability that draft position i is accepted given that positions "
-    "1..i-1 were. A flat line is what the i.i.d. model behind Leviathan et al.'s prediction "
-    "assumes; a falling one means long drafts pay off less than predicted.",
-    "accepted_histogram": "Accepted draft tokens per verification, as a share of verifications. "
-    "Mass at K is whole drafts accepted; mass at 0 is drafting time wasted.",
-    "time_split": "Where the seconds went, summed over prompts: prefill, drafting, verification "
-    "and the rest. A drafter pays its acceptance with the drafting bar.",
-    "speedup_vs_context": "Paired speedup at each context, each against the baseline at the same "
-    "context (whiskers: 95% intervals). A drafter that loses ground as context grows falls here.",
-    "acceptance_vs_context": "Acceptance rate (accepted / proposed) at each context (whiskers: 95% "
-    "intervals): the timing-free half of the speedup.",
-    "time_vs_context": "Total seconds per arm at each context. The baseline's own growth is "
-    "what a single baseline at one context hides.",
-    "earlier_style_vs_paired": "Dashed (crosses): speedup the earlier study's way (one baseline at "
-    "the reference context divided by each row's time, the baseline's own row included); solid: "
-    "paired with the same context. "
-    "Where the two part, the difference is the baseline's growth, not the drafter's.",
-    "agreement_vs_context": "Teacher-forced agreement: the share of positions where draft and "
-    "target pick the same next token from the same true prefix (whiskers: 95% intervals); right, "
-    "the acceptance at K = 4 it implies, beside the earlier study's reported acceptance. No "
-    "timing enters it; a fall with context would be the divergence the earlier study proposed.",
-    "measured_vs_predicted": "Measured speedup per K (whiskers: 95% interval) beside the "
-    "predictions from the measured acceptance and cost ratio; the dash-dotted line is adaptive K. "
-    "Look at "
-    "where the measured curve peaks and how far the predictions sit from it.",
-    "sampling_speedup": "Speedup (left) and acceptance (right) of speculative sampling per "
-    "temperature, with 95% intervals.",
-    "distribution_check": "Total variation distance between the empirical distribution of the "
-    "first sampled token and the target's exact one, for speculative and plain sampling, with "
-    "chi-square p-values. Speculative sampling is lossless when its bar looks like plain "
-    "sampling's: both are sampling noise at this n.",
-    "peers_speed": "Tokens per second (median, 95% interval) of our decoders (blue) and Hugging "
-    "Face generate (orange) on the same prompts; the label is the share of outputs identical "
-    "to greedy.",
-}
+
+def what(experiment: str) -> str:
+    """The one line that says what `experiment` runs (its declaration's), or its name."""
+    found = catalog.declared().get(experiment)
+    return found[1].what if found else experiment
+
+
+def captions() -> dict[str, str]:
+    """Each declared figure's caption by file stem (the first declaration of a file wins)."""
+    out: dict[str, str] = {}
+    for _, e in catalog.declared().values():
+        for f in e.figures:
+            out.setdefault(f.stem, f.caption)
+    return out
+
+
+def __getattr__(name: str) -> Any:  # WHAT and CAPTIONS, read from the declarations
+    if name == "WHAT":
+        return {e: decl.what for e, (_, decl) in catalog.declared().items()}
+    if name == "CAPTIONS":
+        return captions()
+    raise AttributeError(name)
+
 
 # (column, header, kind): kind "x" ratio, "%" share, "s" seconds, "n" count, "t" tokens/s, ""
 COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -186,7 +159,7 @@ def what_was_run(summary: dict, config: dict, env: dict) -> str:
     exp = summary.get("experiment", "?")
     arms = config.get("arms") or {}
     parts = [
-        f"**What was run.** `{exp}`: {WHAT.get(exp, exp)}. Profile `{config.get('profile')}`, "
+        f"**What was run.** `{exp}`: {what(exp)}. Profile `{config.get('profile')}`, "
         f"target `{config.get('target')}` in {env.get('dtype', config.get('dtype'))} on "
         f"{env.get('device', config.get('device'))}"
         + (f" ({env['cpu_model']})" if env.get("cpu_model") and env.get("device") == "cpu" else "")
@@ -339,8 +312,9 @@ def reading(path: Path) -> str:
 
 def figures(path: Path) -> list[tuple[Path, str]]:
     """(png, caption) for each figure of a result directory."""
+    by_stem = captions()
     return [
-        (png, CAPTIONS.get(png.stem, png.stem.replace("_", " ")))
+        (png, by_stem.get(png.stem, png.stem.replace("_", " ")))
         for png in sorted(Path(path).glob("figures/*.png"))
     ]
 

@@ -1,33 +1,122 @@
-"""What the study consists of: each notebook and the result directories it writes
-(`results/SCHEMA.md`), in the order `make evaluate` runs them, and the baseline arm's name. The
-one list: the Makefile, the notebook generator, the study, the book and the tests read it here.
-Knows nothing else.
+"""What the study consists of: the one list of notebooks, each naming the declarations of the
+experiments (result directories, `results/SCHEMA.md`) it runs, in the order `make evaluate` runs
+them. The Makefile, the notebook generator, the study, the readings, the book and the tests read
+it here. Each experiment declares itself (`results.declare.Experiment`) in its own torch-free
+analysis module; this module knows only where those declarations are.
 
-`python -m specdec_lib.results.catalog` prints the notebook names, one per line (the Makefile).
+`python -m specdec_lib.results.catalog` prints the notebook names, one per line (the Makefile;
+stdlib only: the declarations are loaded only when NOTEBOOKS, EXPERIMENTS or `declared` is read).
 """
 
 from __future__ import annotations
 
-NOTEBOOKS: dict[str, tuple[str, ...]] = {
-    "01_baseline": ("baseline",),
-    "02_bigram": ("bigram",),
-    "03_transformer_draft": ("transformer_draft",),
-    "04_context_sweep": ("context_sweep", "context_sweep_nocache", "agreement"),
-    "05_k_sweep": ("k_sweep",),
-    "06_sampling": ("sampling",),
-    "07_peers": ("peers",),
-}
-EXPERIMENTS: tuple[str, ...] = tuple(e for names in NOTEBOOKS.values() for e in names)
-BASELINE = "baseline"  # the arm every speedup is paired against (draft "none")
+from typing import Any
+
+from specdec_lib.results.declare import BASELINE, Experiment, Notebook, load
+
+__all__ = ["BASELINE", "STUDY", "declared", "experiment", "notebook_of"]  # + NOTEBOOKS, EXPERIMENTS
+
+A = "specdec_lib.analysis."
+STUDY: tuple[Notebook, ...] = (
+    Notebook(
+        "01_baseline",
+        "Autoregressive baseline",
+        "The KV-cached autoregressive baseline: one target call per token. Tokens per second "
+        "and seconds per prompt, medians with bootstrap 95% confidence intervals across prompts. "
+        "Writes `baseline/`.",
+        (A + "single:baseline",),
+    ),
+    Notebook(
+        "02_bigram",
+        "Bigram drafter",
+        "A bigram table fitted on the fit split of WikiText-2 drafts K tokens; the target "
+        "verifies them greedily. Paired with the baseline on the same prompts, interleaved per "
+        "prompt. Writes `bigram/`.",
+        (A + "single:bigram",),
+    ),
+    Notebook(
+        "03_transformer_draft",
+        "Transformer draft",
+        "A transformer drafts: the target's own first layers (`self`, embedded profile) or "
+        "gemma-3-1b-pt for gemma-3-4b-pt (colab-t4). Paired with the baseline; plus greedy "
+        "token identity per dtype (the profile's and float32). Writes `transformer_draft/`.",
+        (A + "single:transformer_draft",),
+    ),
+    Notebook(
+        "04_context_sweep",
+        "Context sweep",
+        "Speedup and acceptance as the visible context grows, on the same documents and "
+        "anchors at every context, each context with its own paired baseline; the earlier "
+        "study's way of computing speedup (one context-20 baseline for every row) beside it; "
+        "the same sweep with the KV cache off on the very same prompts; and the timing-free "
+        "teacher-forced agreement of every draft with the target on the documents' real next "
+        "tokens, at the same positions for every context. Writes `context_sweep/`, "
+        "`context_sweep_nocache/` and `agreement/`.",
+        (A + "sweep:context_sweep", A + "sweep:context_sweep_nocache", A + "agreement:agreement"),
+    ),
+    Notebook(
+        "05_k_sweep",
+        "Draft length K",
+        "The transformer draft at each K of the profile (`ks`): measured speedup beside "
+        "Leviathan et al.'s prediction from the measured acceptance and cost ratio, and an "
+        "adaptive-K schedule (longer after a fully accepted draft, shorter after an early "
+        "rejection). Writes `k_sweep/`.",
+        (A + "k_sweep:k_sweep",),
+    ),
+    Notebook(
+        "06_sampling",
+        "Speculative sampling",
+        "Temperatures 0.7 and 1.0 with lossless speculative sampling: acceptance and speedup, "
+        "and an empirical check that the first sampled token follows the target's exact "
+        "distribution (total variation distance and a chi-square test over many seeds, beside "
+        "the same for plain sampling). Writes `sampling/`.",
+        (A + "sampling:sampling",),
+    ),
+    Notebook(
+        "07_peers",
+        "Hugging Face peers",
+        "Hugging Face `generate`: greedy, prompt lookup (`prompt_lookup_num_tokens`) and "
+        "assisted generation (`assistant_model`) on the same prompts and the same pair, beside "
+        "our baseline, n-gram lookup and transformer draft: speed, and the fraction of outputs "
+        "identical to greedy. Writes `peers/`.",
+        (A + "peers:peers",),
+    ),
+)
+
+
+
+def declared() -> dict[str, tuple[Notebook, Experiment]]:
+    """Every experiment by name, with its notebook, in the order of the study."""
+    out: dict[str, tuple[Notebook, Experiment]] = {}
+    for nb in STUDY:
+        for ref in nb.experiments:
+            e = load(ref)
+            if e.name in out:
+                raise ValueError(f"experiment {e.name} declared twice ({ref})")
+            out[e.name] = (nb, e)
+    return out
+
+
+def experiment(name: str) -> Experiment:
+    """The declaration of experiment `name`."""
+    return declared()[name][1]
 
 
 def notebook_of(experiment: str) -> str:
     """The notebook that writes `experiment`."""
-    for nb, names in NOTEBOOKS.items():
-        if experiment in names:
-            return nb
-    raise KeyError(experiment)
+    return declared()[experiment][0].name
+
+
+def __getattr__(name: str) -> Any:  # NOTEBOOKS and EXPERIMENTS, read from the declarations
+    if name == "NOTEBOOKS":
+        by_nb: dict[str, tuple[str, ...]] = {nb.name: () for nb in STUDY}
+        for e, (nb, _) in declared().items():
+            by_nb[nb.name] += (e,)
+        return by_nb
+    if name == "EXPERIMENTS":
+        return tuple(declared())
+    raise AttributeError(name)
 
 
 if __name__ == "__main__":
-    print("\n".join(NOTEBOOKS))
+    print("\n".join(nb.name for nb in STUDY))

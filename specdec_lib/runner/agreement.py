@@ -13,7 +13,6 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from specdec_lib import plots
 from specdec_lib.analysis.agreement import TEXT_CONTROL, agreement_summary
 from specdec_lib.core.draft import Drafter
 from specdec_lib.data import Prompt, article_token_ids
@@ -102,7 +101,7 @@ def _agreement(S: Study, cfg: dict[str, Any], on_row: OnRow) -> Run:
     extra = draft_extras(S, drafters)
     if extra:
         summary["draft_records"] = extra
-    return Run(rows, summary, lambda dd: plots.agreement(summary, dd / "agreement_vs_context.png"))
+    return Run(rows, summary)
 
 
 def _window(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from specdec_lib import plots
 from specdec_lib.analysis.sweep import sweep_summary
 from specdec_lib.errors import SpecdecError
 from specdec_lib.results.catalog import BASELINE
@@ -76,6 +75,21 @@ def run_context_sweep(S: Study, *, use_cache: bool = True) -> ExperimentResult:
     return execute(S, experiment, cfg, lambda on_row: _sweep(S, cfg, on_row))
 
 
+def context_sweep_config(S: Study) -> dict[str, Any]:
+    """04's timed sweep's config (KV cache on)."""
+    return sweep_config(S, "context_sweep")
+
+
+def context_sweep_nocache_config(S: Study) -> dict[str, Any]:
+    """04's cache-off ablation's config."""
+    return sweep_config(S, "context_sweep_nocache")
+
+
+def run_context_sweep_nocache(S: Study) -> ExperimentResult:
+    """04: the context sweep with the KV cache off, on the very same prompts."""
+    return run_context_sweep(S, use_cache=False)
+
+
 def _sweep(S: Study, cfg: dict[str, Any], on_row: OnRow) -> Run:
     loaded = load_target(S)
     use_cache = cfg["use_cache"]
@@ -100,4 +114,4 @@ def _sweep(S: Study, cfg: dict[str, Any], on_row: OnRow) -> Run:
         m: draft_kind(get_drafter(S, loaded, s, use_cache=use_cache), loaded.model)
         for m, s in specs.items()
     }
-    return Run(rows, summary, lambda d: plots.context_figures(summary, d))
+    return Run(rows, summary)

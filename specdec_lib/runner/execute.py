@@ -1,9 +1,11 @@
 """Running one experiment: reuse its stored result for the same config, or compute its rows,
 track them (W&B, offline without a key), publish the result directory atomically and show it.
 
-`execute(S, experiment, config, compute)` is the one path every experiment takes; `paired` runs
-arms over prompts with the experiment's per-prompt checkpoint (an interrupted run resumes where
-it stopped). Knows nothing about what an experiment measures or how its summary is built.
+`execute(S, experiment, config, compute)` is the one path every experiment takes: it hands
+`compute` a `Progress` (where rows are tracked, and the experiment's per-prompt checkpoint), and
+draws the figures the experiment declares (`results.catalog`) into the result directory; `paired`
+runs arms over prompts with that checkpoint (an interrupted run resumes where it stopped). Knows
+nothing about what an experiment measures, how its summary is built or which figures it has.
 """
 
 from __future__ import annotations
@@ -17,17 +19,31 @@ from typing import Any
 
 import torch
 
-from specdec_lib import plots, present
 from specdec_lib.config import SamplingConfig
 from specdec_lib.environment.tracking import Tracker, cpu_model, environment, git_commit
 from specdec_lib.measure.paired import Arm, run_paired
 from specdec_lib.models.device import resolve_device, resolve_dtype
+from specdec_lib.reporting.figures import declared
+from specdec_lib.reporting.readings import show
 from specdec_lib.results.store import Checkpoint, ExperimentResult, load_result, publish
 from specdec_lib.runner.context import ROOT, Study, load_target, roles, thread_choice
 
 WANDB_PROJECT = "specdec"
 
-OnRow = Callable[[dict[str, Any]], None]
+
+@dataclass(frozen=True)
+class Progress:
+    """What `execute` hands an experiment's computation: call it with each row as it comes (it
+    tracks it), and pass it to `paired`, which resumes from and saves to its `checkpoint`."""
+
+    log_row: Callable[[dict[str, Any]], None]
+    checkpoint: Checkpoint | None = None
+
+    def __call__(self, row: dict[str, Any]) -> None:
+        self.log_row(row)
+
+
+OnRow = Progress
 
 
 @dataclass
@@ -36,11 +52,7 @@ class Run:
 
     rows: list[dict[str, Any]]
     summary: dict[str, Any]
-    figures: Callable[[Path], None] | None = None
     extra: dict[str, Any] | None = None
-
-
-_CHECKPOINT: Checkpoint | None = None  # the checkpoint of the experiment `execute` computes
 
 
 def cached(S: Study, experiment: str, config: dict[str, Any]) -> ExperimentResult | None:
@@ -131,22 +143,33 @@ def execute(
     if hit is not None:
         return hit
     tracker = tracker_for(S, experiment, config)
-    global _CHECKPOINT
-    checkpoint = _CHECKPOINT = Checkpoint(S.store, experiment, config, fresh=S.force)
+    checkpoint = Checkpoint(S.store, experiment, config, fresh=S.force)
     t0 = time.perf_counter()
     try:
-        run = compute(tracker.log_row)
+        run = compute(Progress(tracker.log_row, checkpoint))
         wall = time.perf_counter() - t0
         summary = {"experiment": experiment, "profile": S.name, "roles": roles(S), **run.summary}
         env = run_environment(S, config, wall, checkpoint)
-        path = publish(S.store, experiment, config, env, run.rows, summary, run.figures, run.extra)
+        figures = declared_figures(experiment, summary, run.rows)
+        path = publish(S.store, experiment, config, env, run.rows, summary, figures, run.extra)
         checkpoint.remove()
         tracker.publish(path, f"{S.name}-{experiment}", _flat(summary.get("headline", {})))
     finally:
         tracker.finish()
-        _CHECKPOINT = None
     print(f"{experiment}: {wall:.1f} s, written to {rel(path)}")
     return load_result(path)
+
+
+def declared_figures(
+    experiment: str, summary: dict[str, Any], rows: list[dict[str, Any]]
+) -> Callable[[Path], None]:
+    """Draws the figures `experiment` declares into a result directory's `figures/` (a drawing
+    that returns None, for want of data, writes no file)."""
+
+    def draw(d: Path) -> None:
+        declared.draw(experiment, summary, rows, d)
+
+    return draw
 
 
 def wandb_group(S: Study) -> str:
@@ -173,15 +196,16 @@ def paired(
     warmup: int,
     sampling: SamplingConfig | None = None,
     progress: str,
-    on_row: OnRow,
+    on_row: Callable[[dict[str, Any]], None],
     extra_cols: dict[str, Any] | None = None,
     checkpoint: Checkpoint | None = None,
 ) -> list[dict[str, Any]]:
     """run_paired with extra columns per row. With a checkpoint (results.store.Checkpoint; by
-    default the one `execute` holds for the experiment being computed) the prompts an
-    interrupted run finished are taken from it and each new prompt is saved to it (the segment
-    is `progress`, unique per call within an experiment)."""
-    checkpoint = checkpoint if checkpoint is not None else _CHECKPOINT
+    default the one of `on_row` when it is the `Progress` that `execute` handed the computation)
+    the prompts an interrupted run finished are taken from it and each new prompt is saved to it
+    (the segment is `progress`, unique per call within an experiment)."""
+    if checkpoint is None and isinstance(on_row, Progress):
+        checkpoint = on_row.checkpoint
 
     def hook(row: dict[str, Any]) -> None:
         if extra_cols:
@@ -219,19 +243,6 @@ def paired_by_config(
     )
 
 
-def pair_figures(summary_arms: dict[str, Any], rows: list[dict[str, Any]]):
-    """The figures of an experiment with one context: speedup, acceptance per position, the
-    accepted-length histogram and where the time went."""
-
-    def draw(d: Path) -> None:
-        plots.speedup_bars(summary_arms, d / "speedup.png")
-        plots.position_acceptance(summary_arms, d / "position_acceptance.png")
-        plots.accepted_histogram(summary_arms, d / "accepted_histogram.png")
-        plots.time_split(rows, d / "time_split.png")
-
-    return draw
-
-
 def rel(path: Path) -> str:
     """A path relative to the repository when it lies inside it (for printed messages)."""
     try:
@@ -242,5 +253,5 @@ def rel(path: Path) -> str:
 
 def display_result(S: Study, experiment: str) -> None:
     """Show an experiment's reading, table and captioned figures from its stored result files
-    (what the book renders; see specdec_lib.present)."""
-    present.show(S.store.dir(experiment))
+    (what the book renders; see specdec_lib.reporting.readings)."""
+    show(S.store.dir(experiment))

@@ -6,10 +6,8 @@ Builds the config, arms and rows; the summary is `analysis.k_sweep`'s.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from specdec_lib import plots
 from specdec_lib.analysis.k_sweep import k_sweep_summary
 from specdec_lib.analysis.summary import summarize
 from specdec_lib.results.catalog import BASELINE
@@ -17,8 +15,6 @@ from specdec_lib.results.store import ExperimentResult
 from specdec_lib.runner.context import Study, base_config, load_target, make_arm
 from specdec_lib.runner.execute import OnRow, Run, execute, paired_by_config
 from specdec_lib.runner.prompts import prompts_for
-
-FIGURE_ARMS = ("k2", "k4", "k8", "adaptive")  # the acceptance-per-position figure's
 
 
 def k_sweep_config(S: Study) -> dict[str, Any]:
@@ -59,12 +55,4 @@ def _k_sweep(S: Study, cfg: dict[str, Any], on_row: OnRow) -> Run:
     prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
     rows = paired_by_config(arms, prompts, cfg, progress="k sweep", on_row=on_row)
     summary = k_sweep_summary(rows, summarize(rows), cfg)
-
-    def figs(d: Path) -> None:
-        plots.measured_vs_predicted(summary, d / "measured_vs_predicted.png")
-        plots.position_acceptance(
-            {k: v for k, v in summary["arms"].items() if k in FIGURE_ARMS},
-            d / "position_acceptance.png",
-        )
-
-    return Run(rows, summary, figs)
+    return Run(rows, summary)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from specdec_lib import plots
 from specdec_lib.analysis.peers import HF_ARMS, drop_acceptance, peers_summary
 from specdec_lib.analysis.summary import summarize
 from specdec_lib.drafters.registry import parse
@@ -72,6 +71,11 @@ def peers_config(S: Study, peers_error: str | None) -> dict[str, Any]:
     }
 
 
+def peers_default_config(S: Study) -> dict[str, Any]:
+    """07's config with HF's arms as this environment can run them."""
+    return peers_config(S, peers_problem())
+
+
 def run_peers(S: Study) -> ExperimentResult:
     """07: Hugging Face generate (greedy, prompt lookup, assisted) beside our baseline, n-gram
     lookup and transformer draft on the same prompts, interleaved per prompt."""
@@ -114,4 +118,4 @@ def _peers(S: Study, cfg: dict[str, Any], peers_error: str | None, on_row: OnRow
     sm = summarize(rows)
     drop_acceptance(sm)
     summary = peers_summary(rows, sm, len(prompts), peers_error)
-    return Run(rows, summary, lambda dd: plots.peers(summary, dd / "peers_speed.png"))
+    return Run(rows, summary)

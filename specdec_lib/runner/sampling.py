@@ -7,10 +7,8 @@ Builds the config, arms and rows; the summaries are `analysis.sampling`'s.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from specdec_lib import plots
 from specdec_lib.analysis.sampling import temperature_headline, temperature_rows
 from specdec_lib.analysis.summary import summarize
 from specdec_lib.config import SamplingConfig
@@ -101,12 +99,7 @@ def _sampling(S: Study, cfg: dict[str, Any], on_row: OnRow) -> Run:
         "distribution_check": checks,
         "headline": headline,
     }
-
-    def figs(dd: Path) -> None:
-        plots.sampling_speedup(summary, dd / "sampling_speedup.png")
-        plots.distribution_check(summary, dd / "distribution_check.png")
-
-    return Run(rows, summary, figs, {"distribution.csv": dist_rows})
+    return Run(rows, summary, {"distribution.csv": dist_rows})
 
 
 def _check(

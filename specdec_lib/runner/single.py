@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from specdec_lib import plots
 from specdec_lib.analysis.single import baseline_headline, headline_pair, identity_summary
 from specdec_lib.analysis.summary import summarize
 from specdec_lib.results.catalog import BASELINE
@@ -21,7 +20,7 @@ from specdec_lib.runner.context import (
     make_arm,
     transformer_specs,
 )
-from specdec_lib.runner.execute import OnRow, Run, execute, pair_figures, paired, paired_by_config
+from specdec_lib.runner.execute import OnRow, Run, execute, paired, paired_by_config
 from specdec_lib.runner.prompts import prompts_for
 
 
@@ -75,11 +74,7 @@ def _baseline(S: Study, cfg: dict[str, Any], on_row: OnRow) -> Run:
     prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
     rows = paired_by_config(arms, prompts, cfg, progress="baseline", on_row=on_row)
     sm = summarize(rows)
-    return Run(
-        rows,
-        {"arms": sm, "headline": baseline_headline(sm, cfg)},
-        lambda d: plots.tokens_per_s(rows, d / "tokens_per_s.png"),
-    )
+    return Run(rows, {"arms": sm, "headline": baseline_headline(sm, cfg)})
 
 
 # --------------------------------------------------------------------------- 02 .. 03 pairs
@@ -97,7 +92,7 @@ def _pair(S: Study, cfg: dict[str, Any], specs: dict[str, str], on_row: OnRow) -
     rows = paired_by_config(arms, prompts, cfg, progress=cfg["experiment"], on_row=on_row)
     sm = summarize(rows)
     main = next(iter(specs))
-    return Run(rows, {"arms": sm, "headline": headline_pair(sm, main)}, pair_figures(sm, rows))
+    return Run(rows, {"arms": sm, "headline": headline_pair(sm, main)})
 
 
 def run_bigram(S: Study) -> ExperimentResult:

@@ -1,0 +1,92 @@
+"""The figures of a result directory, each a function (summary, rows) -> Figure or None that the
+experiments' declarations name (`results.declare.Figure.draw`) and `runner.execute` draws into
+`figures/` (so W&B logs them too). Each picks its input from the summary or the rows and calls the
+drawing in `arms` or `context`. Knows nothing about which experiment has which figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from specdec_lib.reporting.earlier import earlier_recomputed
+from specdec_lib.reporting.figures import arms as A
+from specdec_lib.reporting.figures import context as C
+
+Rows = Sequence[dict[str, Any]]
+K_SWEEP_ARMS = ("k2", "k4", "k8", "adaptive")  # the K sweep's acceptance-per-position arms
+
+
+def tokens_per_s(summary: dict[str, Any], rows: Rows) -> Any:
+    """Tokens per second per prompt (the rows)."""
+    return A.tokens_per_s(rows)
+
+
+def speedup(summary: dict[str, Any], rows: Rows) -> Any:
+    """Speedup bars of the summary's arms."""
+    return A.speedup_bars(summary["arms"])
+
+
+def position_acceptance(summary: dict[str, Any], rows: Rows) -> Any:
+    """Acceptance per draft position of the summary's arms."""
+    return A.position_acceptance(summary["arms"])
+
+
+def k_sweep_position_acceptance(summary: dict[str, Any], rows: Rows) -> Any:
+    """Acceptance per draft position of a few K and adaptive K."""
+    return A.position_acceptance({k: v for k, v in summary["arms"].items() if k in K_SWEEP_ARMS})
+
+
+def accepted_histogram(summary: dict[str, Any], rows: Rows) -> Any:
+    """Accepted tokens per verification of the summary's arms."""
+    return A.accepted_histogram(summary["arms"])
+
+
+def time_split(summary: dict[str, Any], rows: Rows) -> Any:
+    """Where the seconds went (the rows)."""
+    return A.time_split(rows)
+
+
+def speedup_vs_context(summary: dict[str, Any], rows: Rows) -> Any:
+    """Paired speedup per context."""
+    return C.speedup_vs_context(summary)
+
+
+def acceptance_vs_context(summary: dict[str, Any], rows: Rows) -> Any:
+    """Acceptance per context."""
+    return C.acceptance_vs_context(summary)
+
+
+def time_vs_context(summary: dict[str, Any], rows: Rows) -> Any:
+    """Total seconds per arm per context."""
+    return C.time_vs_context(summary)
+
+
+def earlier_style_vs_paired(summary: dict[str, Any], rows: Rows) -> Any:
+    """The earlier study's speedup beside the paired one."""
+    return C.earlier_style_vs_paired([summary])
+
+
+def agreement_vs_context(summary: dict[str, Any], rows: Rows) -> Any:
+    """Teacher-forced agreement per context, beside the earlier study's acceptance."""
+    return C.agreement_vs_context(summary, published=earlier_recomputed())
+
+
+def measured_vs_predicted(summary: dict[str, Any], rows: Rows) -> Any:
+    """Measured speedup per K beside the predictions."""
+    return A.measured_vs_predicted(summary)
+
+
+def sampling_speedup(summary: dict[str, Any], rows: Rows) -> Any:
+    """Speedup and acceptance per temperature."""
+    return A.sampling_speedup(summary)
+
+
+def distribution_check(summary: dict[str, Any], rows: Rows) -> Any:
+    """First sampled token against the target's exact distribution."""
+    return A.distribution_check(summary)
+
+
+def peers(summary: dict[str, Any], rows: Rows) -> Any:
+    """Tokens per second of our decoders and Hugging Face generate."""
+    return A.peers(summary)

@@ -1,0 +1,61 @@
+"""What declares an experiment: its name, one line for the reading, how it runs and builds its
+config (lazy `module:object` references, so that declaring loads no torch), and its figures (file,
+drawing, caption); and a notebook (name, title, text, the experiments it runs). Stdlib only.
+
+Knows nothing about any particular experiment (each declares itself in its analysis module) nor
+about the order of the study (`results.catalog` has the one list).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+BASELINE = "baseline"  # the arm every speedup is paired against (draft "none")
+
+
+def load(ref: str) -> Any:
+    """The object a lazy reference `package.module:name` names (importing the module)."""
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure of a result directory: `figures/<file>`, drawn by `draw` (a lazy reference to a
+    function (summary, rows) -> matplotlib Figure or None), shown with `caption`."""
+
+    file: str
+    draw: str
+    caption: str
+
+    @property
+    def stem(self) -> str:
+        """The file name without `.png` (what readings key captions by)."""
+        return self.file.removesuffix(".png")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One result directory of the study: `run` (lazy reference to run(Study) ->
+    ExperimentResult), `config` (lazy reference to config(Study) -> dict), `call` (the notebook
+    cell's call, with `S` the Study), `what` (one line for the reading) and its figures."""
+
+    name: str
+    what: str
+    run: str
+    config: str
+    call: str
+    figures: tuple[Figure, ...] = ()
+
+
+@dataclass(frozen=True)
+class Notebook:
+    """One notebook: `notebooks/<name>.ipynb`, its title and text, and its experiments (lazy
+    references to Experiment declarations, in the order the notebook runs them)."""
+
+    name: str
+    title: str
+    text: str
+    experiments: tuple[str, ...]

@@ -98,6 +98,7 @@ print(
 )
 """
 
+
 def badge(name: str) -> str:
     url = REPO_URL.replace("https://github.com/", "https://colab.research.google.com/github/")
     return (

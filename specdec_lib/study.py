@@ -4,9 +4,9 @@ A notebook does `S = study.setup(profile, results_dir=..., force=...)` and then 
 `run_*` functions, each of which builds its config from the profile alone, returns the stored
 result when one exists for the same config hash (unless forced or FORCE=1), and otherwise loads
 the target (once per process), builds the arms, runs them paired and interleaved per prompt
-(`measure.paired.run_paired`), summarizes (`analysis`), draws the figures its declaration names and publishes the
-directory atomically (`results.store.publish`). The layout and every key are documented in
-`results/SCHEMA.md`.
+(`measure.paired.run_paired`), summarizes (`analysis`), draws the figures its declaration names
+and publishes the directory atomically (`results.store.publish`). The layout and every key are
+documented in `results/SCHEMA.md`.
 
 The notebooks' API (nothing inside specdec_lib imports it): the code lives in
 `specdec_lib.runner` (the context, execution, one module per experiment), the torch-free

@@ -23,7 +23,6 @@ from specdec_lib.results import catalog
 DASH = "–"
 
 
-
 def what(experiment: str) -> str:
     """The one line that says what `experiment` runs (its declaration's), or its name."""
     found = catalog.declared().get(experiment)

@@ -1,20 +1,29 @@
 """The recipes in CONTRIBUTING.md, followed step by step with toy material: each says how to add
-one thing and that it takes the files it names, no more."""
+one thing and that it takes the files it names, no more. The toy experiment and figure are declared
+here and registered by monkeypatching the one list (`results.catalog.STUDY`): a declared
+experiment reaches the catalog, the readings and the notebook generator; a declared figure is
+drawn into a result directory and captioned."""
 
 from __future__ import annotations
 
+import importlib.util
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from conftest import VOCAB, random_prompt, stepwise_greedy
 
+from specdec_lib import ROOT
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import speculative_decode
 from specdec_lib.drafters import registry
 from specdec_lib.drafters.adaptive import AdaptiveDrafter
 from specdec_lib.errors import SpecdecError
 from specdec_lib.models import LoadedModel
+from specdec_lib.results import catalog
+from specdec_lib.results.declare import Experiment, Figure, Notebook, load
 
 # Step 1 of "Add a drafter in one file": the module, with its drafter class and its builder.
 TOY_DRAFTER = '''"""A toy drafter: guesses that the last token repeats."""
@@ -72,3 +81,106 @@ def test_drafter_recipe_adds_a_drafter_in_one_file(tmp_path, monkeypatch, target
     out = speculative_decode(CachedLM(target64), drafter, prompt, k=4, max_new_tokens=12)
     assert out.tokens == stepwise_greedy(target64, prompt, 12)
     assert out.stats.proposed > 0
+
+
+# ------------------------------------------------------------------------ experiments and figures
+
+TOY_CAPTION = "Toy bars: one per arm; look at nothing in particular."
+
+
+def toy_config(S: Any) -> dict[str, Any]:
+    """The toy experiment's config (from the profile alone)."""
+    return {"experiment": "toy", "n_prompts": 1}
+
+
+def toy_run(S: Any) -> None:
+    """The toy experiment's run (never called here: it would load a model)."""
+    raise AssertionError("not run in the recipe test")
+
+
+def toy_bars(summary: dict[str, Any], rows: list[dict[str, Any]]) -> Any:
+    """The toy figure: one bar per row."""
+    from specdec_lib.reporting.figures import new_figure
+
+    fig, (ax,) = new_figure()
+    ax.bar([r["method"] for r in rows], [r["wall_s"] for r in rows])
+    return fig
+
+
+TOY = Experiment(
+    "toy",
+    "a toy experiment that the recipes' test declares",
+    run="test_recipes:toy_run",
+    config="test_recipes:toy_config",
+    call="study.run_toy(S)",
+)
+TOY_WITH_FIGURE = Experiment(
+    "toy",
+    TOY.what,
+    run=TOY.run,
+    config=TOY.config,
+    call=TOY.call,
+    figures=(Figure("toy_bars.png", "test_recipes:toy_bars", TOY_CAPTION),),
+)
+TOY_NOTEBOOK = Notebook("08_toy", "Toy", "A toy notebook. Writes `toy/`.", ("test_recipes:TOY",))
+
+
+def _generator() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "make_notebooks", ROOT / "notebooks/make_notebooks.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_experiment_recipe_toy_reaches_catalog_readings_and_notebooks(monkeypatch):
+    """Add an experiment: its declaration plus one entry in the one list is all the catalog,
+    the readings and the notebook generator need."""
+    from specdec_lib.reporting import readings
+
+    monkeypatch.setattr(catalog, "STUDY", (*catalog.STUDY, TOY_NOTEBOOK))
+    assert catalog.NOTEBOOKS["08_toy"] == ("toy",)
+    assert catalog.EXPERIMENTS[-1] == "toy"
+    assert catalog.notebook_of("toy") == "08_toy"
+    assert load(catalog.experiment("toy").config)(None) == {"experiment": "toy", "n_prompts": 1}
+    assert callable(load(catalog.experiment("toy").run))
+    assert readings.WHAT["toy"] == TOY.what
+    config = {"profile": "p", "target": "t", "n_prompts": 1, "max_new_tokens": 2}
+    assert TOY.what in readings.what_was_run({"experiment": "toy"}, config, {})
+    nb = _generator().build(TOY_NOTEBOOK)
+    assert "# 08. Toy" in nb.cells[0].source and "A toy notebook." in nb.cells[0].source
+    assert nb.cells[-1].source == 'result = study.run_toy(S)\nstudy.display_result(S, "toy")'
+
+
+def test_figure_recipe_toy_is_drawn_into_the_result_directory_and_captioned(
+    monkeypatch, tmp_path: Path
+):
+    """Add a figure: a drawing function and one entry in its experiment's declaration; execute
+    draws it into the result directory's figures/ and the reading captions it."""
+    from specdec_lib.reporting import readings
+    from specdec_lib.results.store import ResultStore, publish
+    from specdec_lib.runner.execute import declared_figures
+
+    with_figure = Notebook("08_toy", "Toy", "A toy.", ("test_recipes:TOY_WITH_FIGURE",))
+    monkeypatch.setattr(catalog, "STUDY", (*catalog.STUDY, with_figure))
+    rows = [{"method": "baseline", "wall_s": 1.0}, {"method": "toy", "wall_s": 0.5}]
+    summary = {"experiment": "toy", "profile": "p"}
+    store = ResultStore(tmp_path, "p")
+    path = publish(
+        store, "toy", toy_config(None), {"device": "cpu"}, rows, summary,
+        declared_figures("toy", summary, rows),
+    )  # fmt: skip
+    assert (path / "figures" / "toy_bars.png").stat().st_size > 0
+    assert readings.figures(path) == [(path / "figures" / "toy_bars.png", TOY_CAPTION)]
+    assert readings.CAPTIONS["toy_bars"] == TOY_CAPTION
+
+
+@pytest.mark.parametrize("name", [e for e in catalog.EXPERIMENTS])
+def test_every_declared_figure_names_a_drawing(name):
+    """Each declared figure's drawing exists, and each file is declared once per experiment."""
+    e = catalog.experiment(name)
+    files = [f.file for f in e.figures]
+    assert len(files) == len(set(files)), name
+    for f in e.figures:
+        assert f.file.endswith(".png") and callable(load(f.draw)) and f.caption, (name, f)

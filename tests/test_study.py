@@ -324,3 +324,17 @@ def test_notebooks_match_their_generator():
             assert ": " in line.split("=")[0] and line.split("#")[0].count("=") == 1, line
         assert "colab-badge.svg" in "".join(nb["cells"][0]["source"])
         assert "google.colab" in "".join(code[0]["source"])
+
+
+def test_every_declaration_runs_through_the_study_api():
+    """Each experiment's declared `call` is a `study` function, and its declared `run` is what
+    the study exposes under that name (one declaration, the notebooks' API over it)."""
+    from specdec_lib.results.catalog import EXPERIMENTS
+    from specdec_lib.results.catalog import experiment as declaration
+    from specdec_lib.results.declare import load
+
+    for name in EXPERIMENTS:
+        e = declaration(name)
+        fn = e.call.removeprefix("study.").split("(", 1)[0]
+        assert getattr(study, fn) is load(e.run) or name == "context_sweep_nocache", name
+        assert callable(load(e.run)) and callable(load(e.config)), name

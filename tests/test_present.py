@@ -70,3 +70,14 @@ def test_the_agreement_rule_is_one_common_value_in_every_interval():
 
     assert overlap([{"ci_low": 0.9, "ci_high": 1.1}, {"ci_low": 1.0, "ci_high": 1.2}])
     assert not overlap([{"ci_low": 0.9, "ci_high": 0.95}, {"ci_low": 1.0, "ci_high": 1.2}])
+
+
+def test_declared_figures_are_the_committed_results_figures():
+    """Each experiment's declared figures are exactly the PNGs of its committed embedded result
+    (what execute draws is what the study has always written)."""
+    from specdec_lib import ROOT
+    from specdec_lib.results import catalog
+
+    for e in catalog.EXPERIMENTS:
+        have = sorted(p.name for p in (ROOT / "results/embedded" / e / "figures").glob("*.png"))
+        assert have == sorted(f.file for f in catalog.experiment(e).figures), e

@@ -19,12 +19,15 @@ experiments in `specdec_lib.results.catalog`; notebooks, the gpu-check and the t
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from specdec_lib.analysis.agreement import CONTROL, EXIT, SEPARATE, SHARED, agreement_summary
 from specdec_lib.analysis.summary import ci_dict
 from specdec_lib.analysis.sweep import sweep_summary
 from specdec_lib.environment.hub import download, main
 from specdec_lib.environment.profiles import resolve_profile
+from specdec_lib.reporting.figures import declared
+from specdec_lib.reporting.readings import show
 from specdec_lib.results.catalog import NOTEBOOKS
 from specdec_lib.runner.agreement import run_agreement
 from specdec_lib.runner.context import (
@@ -35,7 +38,9 @@ from specdec_lib.runner.context import (
     get_drafter,
     load_profile,
     load_target,
-    setup,
+)
+from specdec_lib.runner.context import (
+    setup as setup_context,
 )
 from specdec_lib.runner.context_sweep import run_context_sweep, sweep_config
 from specdec_lib.runner.distribution import (
@@ -43,7 +48,7 @@ from specdec_lib.runner.distribution import (
     exact_next_probs,
     first_token_samples,
 )
-from specdec_lib.runner.execute import display_result, rel
+from specdec_lib.runner.execute import rel
 from specdec_lib.runner.k_sweep import run_k_sweep
 from specdec_lib.runner.peers import run_peers
 from specdec_lib.runner.prompts import prompts_for
@@ -93,6 +98,33 @@ __all__ = [
     "tiny_random_model",
     "tiny_tokenizer",
 ]
+
+
+def setup(
+    profile: str = "auto",
+    *,
+    results_dir: str = "results",
+    force: bool = False,
+    overrides: dict[str, Any] | None = None,
+    dtype: str = "",
+) -> Study:
+    """The notebook's study context (`runner.context.setup`), whose experiments draw their
+    declared figures into their result directories (`reporting.figures.declared.draw`)."""
+    return setup_context(
+        profile,
+        results_dir=results_dir,
+        force=force,
+        overrides=overrides,
+        dtype=dtype,
+        draw=declared.draw,
+    )
+
+
+def display_result(S: Study, experiment: str) -> None:
+    """Show an experiment's reading, table and captioned figures from its stored result files
+    (what the book renders; `reporting.readings`)."""
+    show(S.store.dir(experiment))
+
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -156,11 +156,11 @@ def test_experiment_recipe_toy_reaches_catalog_readings_and_notebooks(monkeypatc
 def test_figure_recipe_toy_is_drawn_into_the_result_directory_and_captioned(
     monkeypatch, tmp_path: Path
 ):
-    """Add a figure: a drawing function and one entry in its experiment's declaration; execute
+    """Add a figure: a drawing function and one entry in its experiment's declaration; the study
     draws it into the result directory's figures/ and the reading captions it."""
     from specdec_lib.reporting import readings
+    from specdec_lib.reporting.figures import declared
     from specdec_lib.results.store import ResultStore, publish
-    from specdec_lib.runner.execute import declared_figures
 
     with_figure = Notebook("08_toy", "Toy", "A toy.", ("test_recipes:TOY_WITH_FIGURE",))
     monkeypatch.setattr(catalog, "STUDY", (*catalog.STUDY, with_figure))
@@ -169,7 +169,7 @@ def test_figure_recipe_toy_is_drawn_into_the_result_directory_and_captioned(
     store = ResultStore(tmp_path, "p")
     path = publish(
         store, "toy", toy_config(None), {"device": "cpu"}, rows, summary,
-        declared_figures("toy", summary, rows),
+        lambda d: declared.draw("toy", summary, rows, d),
     )  # fmt: skip
     assert (path / "figures" / "toy_bars.png").stat().st_size > 0
     assert readings.figures(path) == [(path / "figures" / "toy_bars.png", TOY_CAPTION)]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,9 @@ class Study:
     results_dir: Path
     force: bool = False
     overrides: dict[str, Any] = field(default_factory=dict)
+    # draws an experiment's declared figures: (experiment, summary, rows, folder) -> None; set by
+    # the edge that presents (study.setup gives reporting.figures.declared.draw), None: no figures
+    draw: Callable[[str, dict[str, Any], list[dict[str, Any]], Path], Any] | None = None
 
     @property
     def name(self) -> str:
@@ -89,10 +93,12 @@ def setup(
     force: bool = False,
     overrides: dict[str, Any] | None = None,
     dtype: str = "",
+    draw: Callable[[str, dict[str, Any], list[dict[str, Any]], Path], Any] | None = None,
 ) -> Study:
     """The study context of a notebook. A relative results_dir is relative to the repository;
     `profile="auto"` picks colab-t4 on a Colab GPU, else embedded; a non-empty `dtype` replaces
-    the profile's."""
+    the profile's; `draw` paints an experiment's figures into its result directory
+    (`Study.draw`)."""
     prof = profiles.profile_for_run(profile)
     if dtype:
         if dtype != "auto" and dtype not in DTYPES and dtype != "float64":
@@ -105,7 +111,7 @@ def setup(
     torch.manual_seed(int(prof.get("seed", 0)))
     if prof.get("threads") and env_threads() is None:  # $SPECDEC_THREADS overrides the profile
         torch.set_num_threads(int(prof["threads"]))
-    return Study(prof, rd, force, dict(overrides or {}))
+    return Study(prof, rd, force, dict(overrides or {}), draw)
 
 
 def base_config(S: Study, experiment: str) -> dict[str, Any]:

@@ -1,11 +1,12 @@
 """Running one experiment: reuse its stored result for the same config, or compute its rows,
-track them (W&B, offline without a key), publish the result directory atomically and show it.
+track them (W&B, offline without a key) and publish the result directory atomically.
 
 `execute(S, experiment, config, compute)` is the one path every experiment takes: it hands
 `compute` a `Progress` (where rows are tracked, and the experiment's per-prompt checkpoint), and
-draws the figures the experiment declares (`results.catalog`) into the result directory; `paired`
+has the study's `draw` (given by the edge, `study.setup`) paint the declared figures into the
+result directory; `paired`
 runs arms over prompts with that checkpoint (an interrupted run resumes where it stopped). Knows
-nothing about what an experiment measures, how its summary is built or which figures it has.
+nothing about what an experiment measures, how its summary is built or how figures are drawn.
 """
 
 from __future__ import annotations
@@ -23,8 +24,6 @@ from specdec_lib.config import SamplingConfig
 from specdec_lib.environment.tracking import Tracker, cpu_model, environment, git_commit
 from specdec_lib.measure.paired import Arm, run_paired
 from specdec_lib.models.device import resolve_device, resolve_dtype
-from specdec_lib.reporting.figures import declared
-from specdec_lib.reporting.readings import show
 from specdec_lib.results.store import Checkpoint, ExperimentResult, load_result, publish
 from specdec_lib.runner.context import ROOT, Study, load_target, roles, thread_choice
 
@@ -150,7 +149,7 @@ def execute(
         wall = time.perf_counter() - t0
         summary = {"experiment": experiment, "profile": S.name, "roles": roles(S), **run.summary}
         env = run_environment(S, config, wall, checkpoint)
-        figures = declared_figures(experiment, summary, run.rows)
+        figures = figure_painter(S, experiment, summary, run.rows)
         path = publish(S.store, experiment, config, env, run.rows, summary, figures, run.extra)
         checkpoint.remove()
         tracker.publish(path, f"{S.name}-{experiment}", _flat(summary.get("headline", {})))
@@ -160,16 +159,20 @@ def execute(
     return load_result(path)
 
 
-def declared_figures(
-    experiment: str, summary: dict[str, Any], rows: list[dict[str, Any]]
-) -> Callable[[Path], None]:
-    """Draws the figures `experiment` declares into a result directory's `figures/` (a drawing
-    that returns None, for want of data, writes no file)."""
+def figure_painter(
+    S: Study, experiment: str, summary: dict[str, Any], rows: list[dict[str, Any]]
+) -> Callable[[Path], None] | None:
+    """What draws the experiment's figures into a result directory's `figures/`: the study's
+    `draw` (given by the caller that set the study up, e.g. `study.setup`), or None (no figures).
+    The runner knows no presentation."""
+    if S.draw is None:
+        return None
+    draw = S.draw
 
-    def draw(d: Path) -> None:
-        declared.draw(experiment, summary, rows, d)
+    def paint(d: Path) -> None:
+        draw(experiment, summary, rows, d)
 
-    return draw
+    return paint
 
 
 def wandb_group(S: Study) -> str:
@@ -249,9 +252,3 @@ def rel(path: Path) -> str:
         return str(Path(path).resolve().relative_to(ROOT))
     except ValueError:
         return str(path)
-
-
-def display_result(S: Study, experiment: str) -> None:
-    """Show an experiment's reading, table and captioned figures from its stored result files
-    (what the book renders; see specdec_lib.reporting.readings)."""
-    show(S.store.dir(experiment))

@@ -1,5 +1,6 @@
 """Draws the figures an experiment declares (`results.catalog`) into a folder: what
-`runner.execute` writes into each result directory's `figures/` (and W&B logs from there).
+`study.setup` gives the runner as `Study.draw` for each result directory's `figures/` (and W&B
+logs from there).
 Knows nothing about how the summary or rows were computed.
 """
 

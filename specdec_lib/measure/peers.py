@@ -17,7 +17,7 @@ with our EOS ids, a pad id, `max_new_tokens` and nothing else, so HF neither war
 for any other reason than ours: after max_new_tokens or an EOS, which it keeps, as we do.
 
 `HFGenerator` wraps a mode as a Generator-like object (`generate_ids(ids, spec, sampling)`), so
-the HF peers run interleaved with our arms in `runner.paired.run_paired`.
+the HF peers run interleaved with our arms in `measure.paired.run_paired`.
 
 Knows nothing about our decoders, drafters or result files.
 """
@@ -165,7 +165,7 @@ def hf_generate(
 
 
 class HFGenerator:
-    """A Hugging Face mode shaped like `generate.Generator` for `runner.paired.run_paired`:
+    """A Hugging Face mode shaped like `generate.Generator` for `measure.paired.run_paired`:
     `generate_ids` returns the tokens and stats holding only the token count and wall time."""
 
     def __init__(

@@ -4,7 +4,7 @@ targets and drafters this process has loaded.
 `setup` makes a `Study` from a profile name; `base_config` is what every experiment's config
 starts from; `load_target` loads a target once per process and dtype, `get_drafter` builds a
 drafter through the one grammar (`drafters.registry`) once per target, spec and cache setting
-(both kept in `MODELS`); `make_arm` / `build_arms` wrap them into the arms `runner.paired` runs.
+(both kept in `MODELS`); `make_arm` / `build_arms` wrap them into the arms `measure.paired` runs.
 
 Knows nothing about what an experiment measures, how it is summarized or where it is written.
 """

@@ -27,7 +27,7 @@ from specdec_lib.analysis.sweep import sweep_summary
 from specdec_lib.environment.hub import download, main
 from specdec_lib.environment.profiles import resolve_profile
 from specdec_lib.reporting.figures import declared
-from specdec_lib.reporting.readings import show
+from specdec_lib.reporting.readings import display_reading
 from specdec_lib.results.catalog import NOTEBOOKS
 from specdec_lib.runner.agreement import run_agreement
 from specdec_lib.runner.context import (
@@ -123,7 +123,7 @@ def setup(
 def display_result(S: Study, experiment: str) -> None:
     """Show an experiment's reading, table and captioned figures from its stored result files
     (what the book renders; `reporting.readings`)."""
-    show(S.store.dir(experiment))
+    display_reading(S.store.dir(experiment))
 
 
 if __name__ == "__main__":

@@ -179,7 +179,7 @@ class Settings:
 
 
 @dataclass
-class Run:
+class BenchSession:
     """One run's target, prompts per context and the groups measured so far (in order)."""
 
     settings: Settings
@@ -254,7 +254,7 @@ def run_bench(
         prompts = {
             c: _prompts(loaded, s.n_prompts, c, seed, anchor_min, articles) for c in s.contexts
         }
-        run = Run(s, loaded, fit_ids_of(loaded), prompts)
+        run = BenchSession(s, loaded, fit_ids_of(loaded), prompts)
         max_k = max(*s.ks, BEST_LONG.k, BEST_SHORT.k)
         threads = choose_threads(loaded)  # first: kernels are built per thread count
         warm_s = warm_kernels(loaded, max_k + 1, [c + 1 for c in s.contexts] + list(s.contexts))
@@ -295,7 +295,7 @@ def _fit_ids_of(articles, seed: int) -> Callable[[LoadedModel], Callable[[], lis
     return fit_ids_of
 
 
-def _long_groups(run: Run) -> None:
+def _long_groups(run: BenchSession) -> None:
     """128 new tokens at each context, the longest first. The K sweep (ours against HF at every
     K, and HF greedy) runs at the longest context; at the other HF's prompt lookup runs at the
     K that was its best there, beside our best."""
@@ -323,7 +323,7 @@ def _hf_best_k(group: dict[str, Any], ks: Sequence[int]) -> list[int]:
     return [lookups[top]["k"]] if top else list(ks)
 
 
-def _short_groups(run: Run) -> None:
+def _short_groups(run: BenchSession) -> None:
     """32 new tokens at each context: our baseline, `BEST_SHORT` and HF prompt lookup at K=4."""
     ks = run.settings.ks
     for c in sorted(run.settings.contexts, reverse=True):
@@ -334,7 +334,7 @@ def _short_groups(run: Run) -> None:
 
 
 def _identity_check(
-    run: Run,
+    run: BenchSession,
     target: str,
     device: str,
     fit_ids_of: Callable[[LoadedModel], Callable[[], list[int]]],
@@ -357,7 +357,7 @@ def _identity_check(
 
 
 def _result(
-    run: Run,
+    run: BenchSession,
     seed: int,
     threads: dict[str, Any],
     memory: dict[str, Any],

@@ -3,8 +3,8 @@
 `reading(path)` returns Markdown: what was run (model, dtype, device, arms, prompts, tokens), the
 headline numbers with their 95% intervals and n, a table with chosen columns (rounded, with units,
 no index, no empty cells), and each figure with a caption that says what to look at.
-`show(path)` displays it in a notebook. What each experiment runs and each figure's caption are
-read from the experiments' declarations (`results.catalog`). Reads only the files of
+`display_reading(path)` displays it in a notebook. What each experiment runs and each figure's
+caption are read from the experiments' declarations (`results.catalog`). Reads only the files of
 results/SCHEMA.md; knows nothing about models, and judges nothing (verdicts are the book's, from
 rules written before the numbers).
 """
@@ -318,7 +318,7 @@ def figures(path: Path) -> list[tuple[Path, str]]:
     ]
 
 
-def show(path: Path, display: Callable[..., Any] | None = None) -> None:
+def display_reading(path: Path, display: Callable[..., Any] | None = None) -> None:
     """Display the reading, then each figure followed by its caption (in a notebook)."""
     from IPython.display import Image, Markdown
     from IPython.display import display as ipy_display

@@ -13,7 +13,7 @@ The notebooks' API (nothing inside specdec_lib imports it): the code lives in
 summaries and each experiment's declaration in `specdec_lib.analysis`, and the one list of
 experiments in `specdec_lib.results.catalog`; notebooks, the gpu-check and the tests call
 `study.*`.
-`python -m specdec_lib.study download` is `make download` (`runner.hub`).
+`python -m specdec_lib.study download` is `make download` (`environment.hub`).
 """
 
 from __future__ import annotations

@@ -100,24 +100,11 @@ __all__ = [
 ]
 
 
-def setup(
-    profile: str = "auto",
-    *,
-    results_dir: str = "results",
-    force: bool = False,
-    overrides: dict[str, Any] | None = None,
-    dtype: str = "",
-) -> Study:
-    """The notebook's study context (`runner.context.setup`), whose experiments draw their
-    declared figures into their result directories (`reporting.figures.declared.draw`)."""
-    return setup_context(
-        profile,
-        results_dir=results_dir,
-        force=force,
-        overrides=overrides,
-        dtype=dtype,
-        draw=declared.draw,
-    )
+def setup(profile: str = "auto", **kwargs: Any) -> Study:
+    """The notebook's study context: `runner.context.setup(profile, **kwargs)` (results_dir,
+    force, overrides, dtype), whose experiments draw their declared figures into their result
+    directories (`reporting.figures.declared.draw`)."""
+    return setup_context(profile, draw=declared.draw, **kwargs)
 
 
 def display_result(S: Study, experiment: str) -> None:

@@ -16,7 +16,7 @@ from specdec_lib.results.declare import BASELINE, Experiment, Notebook, load
 
 __all__ = ["BASELINE", "STUDY", "declared", "experiment", "notebook_of"]  # + NOTEBOOKS, EXPERIMENTS
 
-A = "specdec_lib.analysis."
+ANALYSIS = "specdec_lib.analysis."  # where the declarations live
 STUDY: tuple[Notebook, ...] = (
     Notebook(
         "01_baseline",
@@ -24,7 +24,7 @@ STUDY: tuple[Notebook, ...] = (
         "The KV-cached autoregressive baseline: one target call per token. Tokens per second "
         "and seconds per prompt, medians with bootstrap 95% confidence intervals across prompts. "
         "Writes `baseline/`.",
-        (A + "single:baseline",),
+        (ANALYSIS + "single:baseline",),
     ),
     Notebook(
         "02_bigram",
@@ -32,7 +32,7 @@ STUDY: tuple[Notebook, ...] = (
         "A bigram table fitted on the fit split of WikiText-2 drafts K tokens; the target "
         "verifies them greedily. Paired with the baseline on the same prompts, interleaved per "
         "prompt. Writes `bigram/`.",
-        (A + "single:bigram",),
+        (ANALYSIS + "single:bigram",),
     ),
     Notebook(
         "03_transformer_draft",
@@ -40,7 +40,7 @@ STUDY: tuple[Notebook, ...] = (
         "A transformer drafts: the target's own first layers (`self`, embedded profile) or "
         "gemma-3-1b-pt for gemma-3-4b-pt (colab-t4). Paired with the baseline; plus greedy "
         "token identity per dtype (the profile's and float32). Writes `transformer_draft/`.",
-        (A + "single:transformer_draft",),
+        (ANALYSIS + "single:transformer_draft",),
     ),
     Notebook(
         "04_context_sweep",
@@ -52,7 +52,7 @@ STUDY: tuple[Notebook, ...] = (
         "teacher-forced agreement of every draft with the target on the documents' real next "
         "tokens, at the same positions for every context. Writes `context_sweep/`, "
         "`context_sweep_nocache/` and `agreement/`.",
-        (A + "sweep:context_sweep", A + "sweep:context_sweep_nocache", A + "agreement:agreement"),
+        (ANALYSIS + "sweep:context_sweep", ANALYSIS + "sweep:context_sweep_nocache", ANALYSIS + "agreement:agreement"),
     ),
     Notebook(
         "05_k_sweep",
@@ -61,7 +61,7 @@ STUDY: tuple[Notebook, ...] = (
         "Leviathan et al.'s prediction from the measured acceptance and cost ratio, and an "
         "adaptive-K schedule (longer after a fully accepted draft, shorter after an early "
         "rejection). Writes `k_sweep/`.",
-        (A + "k_sweep:k_sweep",),
+        (ANALYSIS + "k_sweep:k_sweep",),
     ),
     Notebook(
         "06_sampling",
@@ -70,7 +70,7 @@ STUDY: tuple[Notebook, ...] = (
         "and an empirical check that the first sampled token follows the target's exact "
         "distribution (total variation distance and a chi-square test over many seeds, beside "
         "the same for plain sampling). Writes `sampling/`.",
-        (A + "sampling:sampling",),
+        (ANALYSIS + "sampling:sampling",),
     ),
     Notebook(
         "07_peers",
@@ -79,7 +79,7 @@ STUDY: tuple[Notebook, ...] = (
         "assisted generation (`assistant_model`) on the same prompts and the same pair, beside "
         "our baseline, n-gram lookup and transformer draft: speed, and the fraction of outputs "
         "identical to greedy. Writes `peers/`.",
-        (A + "peers:peers",),
+        (ANALYSIS + "peers:peers",),
     ),
 )
 

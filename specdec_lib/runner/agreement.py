@@ -19,7 +19,7 @@ from specdec_lib.data import Prompt, article_token_ids
 from specdec_lib.errors import SpecdecError
 from specdec_lib.results.store import ExperimentResult
 from specdec_lib.runner.context import Study, arm_name, base_config, get_drafter, load_target
-from specdec_lib.runner.execute import OnRow, Run, execute
+from specdec_lib.runner.execute import Progress, Run, execute
 from specdec_lib.runner.prompts import eval_articles, prompts_for
 from specdec_lib.runner.teacher_forced import draft_kind, teacher_forced_guesses
 
@@ -69,7 +69,7 @@ def run_agreement(S: Study) -> ExperimentResult:
     return execute(S, "agreement", cfg, lambda on_row: _agreement(S, cfg, on_row))
 
 
-def _agreement(S: Study, cfg: dict[str, Any], on_row: OnRow) -> Run:
+def _agreement(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
     loaded = load_target(S)
     T, ctxs = cfg["continuation_tokens"], cfg["contexts"]
     drafters = {m: get_drafter(S, loaded, s) for m, s in cfg["arms"].items()}

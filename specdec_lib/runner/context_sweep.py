@@ -20,7 +20,7 @@ from specdec_lib.runner.context import (
     get_drafter,
     load_target,
 )
-from specdec_lib.runner.execute import OnRow, Run, execute, paired
+from specdec_lib.runner.execute import Progress, Run, execute, paired
 from specdec_lib.runner.prompts import prompts_for
 from specdec_lib.runner.teacher_forced import draft_kind
 
@@ -90,7 +90,7 @@ def run_context_sweep_nocache(S: Study) -> ExperimentResult:
     return run_context_sweep(S, use_cache=False)
 
 
-def _sweep(S: Study, cfg: dict[str, Any], on_row: OnRow) -> Run:
+def _sweep(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
     loaded = load_target(S)
     use_cache = cfg["use_cache"]
     specs = {k: v for k, v in cfg["arms"].items() if k != BASELINE}

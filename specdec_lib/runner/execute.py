@@ -4,9 +4,9 @@ track them (W&B, offline without a key) and publish the result directory atomica
 `execute(S, experiment, config, compute)` is the one path every experiment takes: it hands
 `compute` a `Progress` (where rows are tracked, and the experiment's per-prompt checkpoint), and
 has the study's `draw` (given by the edge, `study.setup`) paint the declared figures into the
-result directory; `paired`
-runs arms over prompts with that checkpoint (an interrupted run resumes where it stopped). Knows
-nothing about what an experiment measures, how its summary is built or how figures are drawn.
+result directory; `paired` runs arms over prompts with that checkpoint (an interrupted run
+resumes where it stopped). Knows nothing about what an experiment measures, how its summary is
+built or how figures are drawn.
 """
 
 from __future__ import annotations
@@ -40,9 +40,6 @@ class Progress:
 
     def __call__(self, row: dict[str, Any]) -> None:
         self.log_row(row)
-
-
-OnRow = Progress
 
 
 @dataclass
@@ -135,7 +132,7 @@ def execute(
     S: Study,
     experiment: str,
     config: dict[str, Any],
-    compute: Callable[[OnRow], Run],
+    compute: Callable[[Progress], Run],
 ) -> ExperimentResult:
     """Reuse the stored result for this config, or compute, track and publish it."""
     hit = cached(S, experiment, config)
@@ -233,7 +230,7 @@ def paired(
 
 
 def paired_by_config(
-    arms: list[Arm], prompts: Sequence[Any], cfg: dict[str, Any], *, progress: str, on_row: OnRow
+    arms: list[Arm], prompts: Sequence[Any], cfg: dict[str, Any], *, progress: str, on_row: Progress
 ) -> list[dict[str, Any]]:
     """`paired` with the experiment config's `max_new_tokens` and `warmup`."""
     return paired(

@@ -13,7 +13,7 @@ from specdec_lib.analysis.summary import summarize
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.store import ExperimentResult
 from specdec_lib.runner.context import Study, base_config, load_target, make_arm
-from specdec_lib.runner.execute import OnRow, Run, execute, paired_by_config
+from specdec_lib.runner.execute import Progress, Run, execute, paired_by_config
 from specdec_lib.runner.prompts import prompts_for
 
 
@@ -46,7 +46,7 @@ def run_k_sweep(S: Study) -> ExperimentResult:
     return execute(S, "k_sweep", cfg, lambda on_row: _k_sweep(S, cfg, on_row))
 
 
-def _k_sweep(S: Study, cfg: dict[str, Any], on_row: OnRow) -> Run:
+def _k_sweep(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
     loaded = load_target(S)
     spec = S.profile["drafts"]["transformer"]
     arms = [make_arm(S, loaded, BASELINE, "none", 1)]

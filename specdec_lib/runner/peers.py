@@ -26,7 +26,7 @@ from specdec_lib.runner.context import (
     get_drafter,
     load_target,
 )
-from specdec_lib.runner.execute import OnRow, Run, execute, paired_by_config
+from specdec_lib.runner.execute import Progress, Run, execute, paired_by_config
 from specdec_lib.runner.prompts import prompts_for
 
 
@@ -101,7 +101,7 @@ def hf_arms(S: Study, loaded: LoadedModel, k: int) -> list[Arm]:
     return arms
 
 
-def _peers(S: Study, cfg: dict[str, Any], peers_error: str | None, on_row: OnRow) -> Run:
+def _peers(S: Study, cfg: dict[str, Any], peers_error: str | None, on_row: Progress) -> Run:
     loaded = load_target(S)
     k = cfg["k"]
     arms = build_arms(S, loaded, our_specs(S), k)

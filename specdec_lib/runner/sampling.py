@@ -18,7 +18,7 @@ from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.store import ExperimentResult
 from specdec_lib.runner.context import Study, arm_name, base_config, build_arms, load_target
 from specdec_lib.runner.distribution import distribution_checks
-from specdec_lib.runner.execute import OnRow, Run, execute, paired
+from specdec_lib.runner.execute import Progress, Run, execute, paired
 from specdec_lib.runner.prompts import prompts_for
 
 
@@ -64,7 +64,7 @@ def run_sampling(S: Study) -> ExperimentResult:
     return execute(S, "sampling", cfg, lambda on_row: _sampling(S, cfg, on_row))
 
 
-def _sampling(S: Study, cfg: dict[str, Any], on_row: OnRow) -> Run:
+def _sampling(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
     loaded = load_target(S)
     specs = sampling_specs(S)
     main = next(iter(specs))

@@ -20,7 +20,7 @@ from specdec_lib.runner.context import (
     make_arm,
     transformer_specs,
 )
-from specdec_lib.runner.execute import OnRow, Run, execute, paired, paired_by_config
+from specdec_lib.runner.execute import Progress, Run, execute, paired, paired_by_config
 from specdec_lib.runner.prompts import prompts_for
 
 
@@ -68,7 +68,7 @@ def run_baseline(S: Study) -> ExperimentResult:
     return execute(S, "baseline", cfg, lambda on_row: _baseline(S, cfg, on_row))
 
 
-def _baseline(S: Study, cfg: dict[str, Any], on_row: OnRow) -> Run:
+def _baseline(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
     loaded = load_target(S)
     arms = build_arms(S, loaded, {}, cfg["k"])
     prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
@@ -85,7 +85,7 @@ def run_pair(S: Study, experiment: str, specs: dict[str, str]) -> ExperimentResu
     return execute(S, experiment, cfg, lambda on_row: _pair(S, cfg, specs, on_row))
 
 
-def _pair(S: Study, cfg: dict[str, Any], specs: dict[str, str], on_row: OnRow) -> Run:
+def _pair(S: Study, cfg: dict[str, Any], specs: dict[str, str], on_row: Progress) -> Run:
     loaded = load_target(S)
     arms = build_arms(S, loaded, specs, cfg["k"])
     prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
@@ -108,7 +108,7 @@ def run_transformer_draft(S: Study) -> ExperimentResult:
     return execute(S, "transformer_draft", cfg, lambda on_row: _transformer(S, cfg, specs, on_row))
 
 
-def _transformer(S: Study, cfg: dict[str, Any], specs: dict[str, str], on_row: OnRow) -> Run:
+def _transformer(S: Study, cfg: dict[str, Any], specs: dict[str, str], on_row: Progress) -> Run:
     run = _pair(S, cfg, specs, on_row)
     by_dtype, id_rows = _identity(S, cfg, specs, run.rows, on_row)
     run.summary["identity_by_dtype"] = by_dtype
@@ -121,7 +121,7 @@ def _identity(
     cfg: dict[str, Any],
     specs: dict[str, str],
     rows: list[dict[str, Any]],
-    on_row: OnRow,
+    on_row: Progress,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The main draft's greedy identity in the target's own dtype (from the pair's rows) and in
     each further dtype of the config (a paired run of its own, when it has prompts), and the
@@ -144,7 +144,7 @@ def _identity(
 
 
 def _identity_rows(
-    S: Study, cfg: dict[str, Any], main: str, spec: str, dtype: str, on_row: OnRow
+    S: Study, cfg: dict[str, Any], main: str, spec: str, dtype: str, on_row: Progress
 ) -> list[dict[str, Any]]:
     """The baseline and the main draft paired in another dtype, on the identity's prompts."""
     loaded = load_target(S, dtype=dtype)

@@ -95,6 +95,17 @@ def chromium() -> str | None:
     return None
 
 
+def require_chromium() -> str:
+    """Chromium's path; skips the test without one (fails under SPECDEC_STRICT). For tests only:
+    conftest (torch and all) is imported here, not when this file runs as a script."""
+    from conftest import skip_or_fail
+
+    exe = chromium()
+    if exe is None:
+        skip_or_fail("no Chromium on PATH (apt-get install chromium; .ci/run does)")
+    return exe
+
+
 class _Quiet(SimpleHTTPRequestHandler):
     def log_message(self, *args) -> None:  # the test's output stays readable
         pass

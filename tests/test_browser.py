@@ -18,13 +18,19 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-from browser import chromium, raw_math, read_page, serve
+from browser import raw_math, read_page, require_chromium, serve
 from test_book import _build, write_synthetic
 
 ROOT = Path(__file__).resolve().parents[1]
-needs_chromium = pytest.mark.skipif(
-    chromium() is None, reason="no Chromium on PATH (apt-get install chromium; .ci/run does)"
-)
+
+
+@pytest.fixture
+def chromium_present() -> None:
+    """Skips without Chromium (fails under SPECDEC_STRICT), before the book is built."""
+    require_chromium()
+
+
+needs_chromium = pytest.mark.usefixtures("chromium_present")
 
 
 def _png() -> str:

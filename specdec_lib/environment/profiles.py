@@ -3,13 +3,17 @@
 `load_profile(name)` returns the profile as a plain dict, or raises a one-line SpecdecError
 naming the file, the key path and the value: a file that is not YAML or not a mapping, a missing
 target, a dtype/device/data source outside the known ones, a count that is not an integer
-(`n_prompts: 2.7`), a temperature the sampler would refuse. Nothing is coerced: what passes is
+(`n_prompts: 2.7`), a temperature the sampler would refuse, a tiny model's option of the wrong
+type, an adaptive K with k_min <= k_start <= k_max broken, a reversed `test_range`, a `name`
+that is not the file's (results go to RESULTS_DIR/<name>, the batch lock holds
+RESULTS_DIR/<file's name>: `../../escape` would leave both). Nothing is coerced: what passes is
 what the config records. Keys the schema does not know are kept unchecked, so a new experiment's
 section needs no change here; inside `experiments`, keys are checked by name wherever they
 appear (`n_prompts` in `identity` as in `baseline`). `all_profiles()` reads every profile and
 returns the malformed ones separately, so one bad file never hides the others.
 `profile_for_run(name)` is the profile a run uses where it runs: "auto" resolved (colab-t4 on a
 Colab GPU, else embedded) and, in Colab, the target's extra packages installed (`colab`).
+`python -m specdec_lib.environment.profiles NAME` checks one profile (`make evaluate` first).
 
 Knows nothing about models, torch or results: it reads YAML only (the book imports it).
 """
@@ -17,6 +21,8 @@ Knows nothing about models, torch or results: it reads YAML only (the book impor
 from __future__ import annotations
 
 import math
+import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -85,6 +91,54 @@ def _list_of(item: Check, what: str, *, empty: bool = False) -> Check:
     return check
 
 
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def _name(x: Any) -> str | None:
+    """A folder name under RESULTS_DIR: no separator, no leading dot (never `../x`)."""
+    if isinstance(x, str) and _NAME.fullmatch(x) and ".." not in x:
+        return None
+    return "a plain name (letters, digits, '.', '_', '-'; no '/' and no leading '.')"
+
+
+def _pair_ascending(x: Any) -> str | None:
+    if isinstance(x, list) and len(x) == 2 and all(_is_int(v) and v >= 1 for v in x):
+        if x[0] < x[1]:
+            return None
+    return "two integers [low, high] with 1 <= low < high"
+
+
+def _flag(x: Any) -> str | None:
+    return None if isinstance(x, bool) else "true or false"
+
+
+# the tiny random models' options (runner.tiny.tiny_random_model's keywords)
+TINY: dict[str, Check] = {
+    "vocab": _int(16),
+    "hidden": _int(2),
+    "layers": _int(1),
+    "heads": _int(1),
+    "seed": _int(0, MAX_SEED),
+    "extra_vocab": _int(0),
+    "conditional": _flag,
+}
+
+
+def _tiny_fail(x: dict[str, Any]) -> tuple[str, str, Any] | None:
+    """(key, what it must be, value) for the first bad option of a tiny model, else None."""
+    for key, value in x.items():
+        check = TINY.get(str(key))
+        if check is None:
+            return str(key), f"one of {', '.join(TINY)}", key
+        must = check(value)
+        if must is not None:
+            return str(key), must, value
+    hidden, heads = x.get("hidden", 64), x.get("heads", 2)
+    if hidden % heads:
+        return "hidden", f"a multiple of heads ({heads})", hidden
+    return None
+
+
 def _drafts(x: Any) -> str | None:
     if not isinstance(x, dict):
         return "a mapping of role -> drafter spec"
@@ -99,7 +153,7 @@ def _drafts(x: Any) -> str | None:
 
 
 TOP: dict[str, Check] = {
-    "name": _text,
+    "name": _name,
     "target": _text,
     "dtype": _one_of(DTYPES),
     "device": _one_of(DEVICES),
@@ -109,6 +163,7 @@ TOP: dict[str, Check] = {
     "k": _int(1, MAX_K),
     "warmup": _int(0),
     "tiny": _mapping,
+    "tiny_draft": _mapping,
     "drafts": _drafts,
     "experiments": _mapping,
 }
@@ -135,7 +190,9 @@ BY_NAME: dict[str, Check] = {
         f"temperatures (0, or in [{MIN_TEMPERATURE:g}, {MAX_TEMPERATURE:g}])",
     ),
     "dtypes": _list_of(_one_of(DTYPES), f"dtypes ({', '.join(DTYPES)})", empty=True),
+    "test_range": _pair_ascending,
 }
+K_ORDER = ("k_min", "k_start", "k_max")  # adaptive K: k_min <= k_start <= k_max
 AT_LEAST_ONE = ("n_prompts", "max_new_tokens")  # directly under an experiment
 
 
@@ -154,6 +211,10 @@ def _check_section(where: str, path: str, section: dict[str, Any], top: bool) ->
             raise _fail(where, full, must, value)
         if isinstance(value, dict):
             _check_section(where, full, value, False)
+    given = [(key, section[key]) for key in K_ORDER if key in section]
+    for (lo_key, lo), (hi_key, hi) in zip(given, given[1:], strict=False):
+        if lo > hi:
+            raise _fail(where, f"{path}.{hi_key}", f">= {path}.{lo_key} ({lo})", hi)
 
 
 def validate(prof: Any, where: str) -> dict[str, Any]:
@@ -168,6 +229,10 @@ def validate(prof: Any, where: str) -> dict[str, Any]:
             must = check(prof[key])
             if must is not None:
                 raise _fail(where, key, must, prof[key])
+    for key in ("tiny", "tiny_draft"):
+        bad = _tiny_fail(prof.get(key) or {})
+        if bad is not None:
+            raise _fail(where, f"{key}.{bad[0]}", bad[1], bad[2])
     for name, section in prof["experiments"].items():
         if not isinstance(section, dict):
             raise _fail(where, f"experiments.{name}", "a mapping", section)
@@ -198,6 +263,8 @@ def load_profile(name: str) -> dict[str, Any]:
         raise SpecdecError(f"profile {where} cannot be read ({type(e).__name__})") from None
     validate(prof, where)
     prof.setdefault("name", path.stem)
+    if prof["name"] != path.stem:  # the batch lock holds RESULTS_DIR/<file's name>
+        raise _fail(where, "name", f"the file's name without .yaml ({path.stem!r})", prof["name"])
     return prof
 
 
@@ -222,3 +289,22 @@ def all_profiles(folder: Path | None = None) -> tuple[list[dict[str, Any]], dict
         except SpecdecError as e:
             bad[path.name] = str(e)
     return good, bad
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m specdec_lib.environment.profiles NAME`: 0 when the profile is sound, else one
+    line on stderr and 2 (`make evaluate` checks before any folder or notebook exists)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print("usage: python -m specdec_lib.environment.profiles PROFILE", file=sys.stderr)
+        return 2
+    try:
+        load_profile(resolve_profile(args[0]))
+    except SpecdecError as e:
+        print(f"specdec: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

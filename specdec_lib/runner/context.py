@@ -41,6 +41,8 @@ from specdec_lib.runner.tiny import TINY, TINY_DRAFT, tiny_random_model
 
 PROFILES = profiles.PROFILES
 SPLIT_SEED = 0  # the fit/eval article split; generate.fit_ids_for fits the bigram on seed 0 too
+YES = ("1", "true", "yes", "on")  # a flag's spellings (papermill passes `-p force false` as text)
+NO = ("0", "false", "no", "off", "")
 
 
 # --------------------------------------------------------------------------- profiles and setup
@@ -86,18 +88,31 @@ class Study:
         return sec
 
 
+def parse_flag(value: Any, what: str) -> bool:
+    """A yes/no setting given as a bool, 0/1 or text (any case): true/yes/on/1 or
+    false/no/off/0/empty; anything else is a one-line SpecdecError naming the setting."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in YES + NO:
+        return value.strip().lower() in YES
+    raise SpecdecError(f"{what} must be true or false (1/0, yes/no), got {value!r}")
+
+
 def setup(
     profile: str = "auto",
     *,
     results_dir: str = "results",
-    force: bool = False,
+    force: bool | str = False,
     overrides: dict[str, Any] | None = None,
     dtype: str = "",
     draw: Callable[[str, dict[str, Any], list[dict[str, Any]], Path], Any] | None = None,
 ) -> Study:
     """The study context of a notebook. A relative results_dir is relative to the repository;
     `profile="auto"` picks colab-t4 on a Colab GPU, else embedded; a non-empty `dtype` replaces
-    the profile's; `draw` paints an experiment's figures into its result directory
+    the profile's; `force` and $FORCE are read by `parse_flag` (`-p force false` is false, a value
+    that is neither is refused); `draw` paints an experiment's figures into its result directory
     (`Study.draw`)."""
     prof = profiles.profile_for_run(profile)
     if dtype:
@@ -107,7 +122,7 @@ def setup(
     rd = Path(results_dir)
     if not rd.is_absolute():
         rd = ROOT / rd
-    force = bool(force) or os.environ.get("FORCE", "0") not in ("", "0", "false", "False")
+    force = parse_flag(force, "force") | parse_flag(os.environ.get("FORCE", ""), "FORCE")
     torch.manual_seed(int(prof.get("seed", 0)))
     if prof.get("threads") and env_threads() is None:  # $SPECDEC_THREADS overrides the profile
         torch.set_num_threads(int(prof["threads"]))

@@ -1,0 +1,109 @@
+"""Fault injection, third round (issue 25): each case an adversarial user found (a flag read as
+text, a profile refused only after a notebook started, schema gaps, a config hash blind to some
+profile keys, damaged checkpoints and notebooks, unbounded drafters, unreadable result folders, a
+model cache build cut short, W&B without a network, a killed batch holder) ends in one line or a
+repair, never in a traceback, a stale result or an orphan."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from specdec_lib.errors import SpecdecError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def write_profile(folder: Path, name: str, edit) -> Path:
+    import yaml
+
+    prof = yaml.safe_load((ROOT / "profiles" / "smoke.yaml").read_text(encoding="utf-8"))
+    prof["name"] = name
+    edit(prof)
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(prof), encoding="utf-8")
+    return path
+
+
+# ----------------------------------------------------------------- 3. -p force false
+
+
+@pytest.mark.parametrize(("value", "forced"), [("false", False), ("no", False), ("False", False),
+                                               ("0", False), (0, False), ("true", True),
+                                               ("yes", True), (1, True), (True, True)])  # fmt: skip
+def test_force_given_as_text_is_parsed_like_FORCE(tmp_path, monkeypatch, value, forced):
+    from specdec_lib.runner.context import setup
+
+    monkeypatch.delenv("FORCE", raising=False)
+    assert setup("smoke", results_dir=str(tmp_path), force=value).force is forced
+
+
+@pytest.mark.parametrize(("force", "env"), [("maybe", ""), (2, ""), (False, "perhaps")])
+def test_a_force_that_is_neither_true_nor_false_is_one_line(tmp_path, monkeypatch, force, env):
+    from specdec_lib.runner.context import setup
+
+    monkeypatch.setenv("FORCE", env)
+    with pytest.raises(SpecdecError, match="must be true or false") as e:
+        setup("smoke", results_dir=str(tmp_path), force=force)
+    assert "\n" not in str(e.value)
+
+
+def test_FORCE_no_in_the_environment_does_not_force(tmp_path, monkeypatch):
+    from specdec_lib.runner.context import setup
+
+    monkeypatch.setenv("FORCE", "no")
+    assert setup("smoke", results_dir=str(tmp_path)).force is False
+
+
+# ----------------------------------------------------------------- 11. make evaluate PROFILE=nosuch
+
+
+def test_make_evaluate_with_an_unknown_profile_is_one_line_and_creates_nothing(tmp_path):
+    stamp = tmp_path / "stamp"
+    stamp.touch()  # newer than requirements.txt: `setup` has nothing to do
+    results = tmp_path / "results"
+    done = subprocess.run(
+        ["make", "--no-print-directory", "evaluate", "PROFILE=nosuch", f"RESULTS_DIR={results}",
+         f"PY={sys.executable}", f"STAMP={stamp}", "VENV=/nonexistent-venv"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr + done.stdout
+    ours = [ln for ln in done.stderr.splitlines() if not ln.startswith("make")]
+    assert len(ours) == 1 and ours[0].startswith("specdec: error: no profile 'nosuch'"), done
+    assert not results.exists()
+
+
+# ----------------------------------------------------------------- 10. profile schema gaps
+
+
+SCHEMA_GAPS = [
+    (lambda p: p.update(tiny={"vocab": -5, "hidden": "x"}), "tiny.hidden must be an integer >= 2"),
+    (lambda p: p.update(tiny={"vocab": -5}), "tiny.vocab must be an integer >= 16, got -5"),
+    (lambda p: p.update(tiny={"hidden": 64, "heads": 3}), "tiny.hidden must be a multiple"),
+    (lambda p: p.update(tiny={"width": 3}), "tiny.width must be one of vocab"),
+    (lambda p: p.update(tiny_draft={"layers": 0}), "tiny_draft.layers must be an integer >= 1"),
+    (lambda p: p.update(tiny={"conditional": "yes"}), "tiny.conditional must be true or false"),
+    (lambda p: p["experiments"]["k_sweep"].update(adaptive={"k_start": 8, "k_min": 6, "k_max": 2}),
+     "adaptive.k_max must be >= experiments.k_sweep.adaptive.k_start (8), got 2"),
+    (lambda p: p["experiments"]["k_sweep"].update(adaptive={"k_start": 2, "k_min": 3}),
+     "adaptive.k_start must be >= experiments.k_sweep.adaptive.k_min (3), got 2"),
+    (lambda p: p["experiments"]["agreement"].update(test_range=[100, 10]),
+     "test_range must be two integers [low, high] with 1 <= low < high, got [100, 10]"),
+    (lambda p: p["experiments"]["agreement"].update(test_range=[10]), "test_range must be two"),
+    (lambda p: p.update(name="../../escape"), "name must be a plain name"),
+    (lambda p: p.update(name="other"), "name must be the file's name without .yaml ('bad')"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("edit", "needle"), SCHEMA_GAPS)
+def test_schema_gaps_are_one_line(tmp_path, edit, needle):
+    from specdec_lib.environment.profiles import load_profile
+
+    path = write_profile(tmp_path, "bad", edit)
+    with pytest.raises(SpecdecError) as e:
+        load_profile(str(path))
+    assert needle in str(e.value) and "\n" not in str(e.value), str(e.value)

@@ -107,3 +107,90 @@ def test_schema_gaps_are_one_line(tmp_path, edit, needle):
     with pytest.raises(SpecdecError) as e:
         load_profile(str(path))
     assert needle in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
+# ----------------------------------------------------------------- 2. the config hash, complete
+
+# profile keys that do not change what an experiment measures, each with the reason
+NOT_MEASURED = {
+    "threads": "how fast, not what: like the CPU it runs on, recorded in env.json (threads)",
+}
+# keys that count only in some profiles, with the test of when they do not
+UNUSED_WHEN = {
+    "experiments.context_sweep.n_prompts_beyond_100": lambda prof: (
+        max(prof["experiments"]["context_sweep"]["contexts"]) <= 100
+    ),  # it sizes contexts above 100 only (the config's n_prompts_by_context)
+}
+
+
+def all_configs(prof: dict) -> dict[str, str]:
+    """Experiment -> the hash of its config under this profile ('refused: ...' when the config
+    refuses the profile: a refusal is never a silent reuse)."""
+    from specdec_lib.config import config_hash
+    from specdec_lib.runner import agreement, context_sweep, k_sweep, peers, sampling, single
+    from specdec_lib.runner.context import Study
+
+    S = Study(prof, Path("/nonexistent"))
+    makers = {
+        "baseline": single.baseline_config,
+        "bigram": single.bigram_config,
+        "transformer_draft": single.transformer_config,
+        "context_sweep": context_sweep.context_sweep_config,
+        "context_sweep_nocache": context_sweep.context_sweep_nocache_config,
+        "agreement": agreement.agreement_config,
+        "k_sweep": k_sweep.k_sweep_config,
+        "sampling": sampling.sampling_config,
+        "peers": lambda S: peers.peers_config(S, None),
+    }
+    out = {}
+    for name, make in makers.items():
+        try:
+            out[name] = config_hash(make(S))
+        except SpecdecError as e:
+            out[name] = f"refused: {e}"
+    return out
+
+
+def leaves(node, path=()):
+    """(key path, value) of every scalar or list in a profile."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from leaves(value, (*path, key))
+    else:
+        yield path, node
+
+
+def changed(value):
+    """Another value of the same kind."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1
+    if isinstance(value, str):
+        return value + "x"
+    if isinstance(value, list):
+        return value[:-1] if value else ["float32"]
+    return 1
+
+
+@pytest.mark.parametrize("profile", ["smoke", "smoke-pair", "embedded", "colab-t4"])
+def test_every_profile_key_changes_the_config_hash_or_is_listed_with_its_reason(profile):
+    import copy
+
+    from specdec_lib.environment.profiles import load_profile
+
+    prof = load_profile(profile)
+    before = all_configs(prof)
+    blind = []
+    for path, value in leaves(prof):
+        key = ".".join(map(str, path))
+        if key in NOT_MEASURED or (key in UNUSED_WHEN and UNUSED_WHEN[key](prof)):
+            continue
+        edited = copy.deepcopy(prof)
+        node = edited
+        for p in path[:-1]:
+            node = node[p]
+        node[path[-1]] = changed(value)
+        if all_configs(edited) == before:
+            blind.append(key)
+    assert blind == [], f"{profile}: the config hash does not see {blind}"

@@ -130,9 +130,13 @@ def setup(
 
 
 def base_config(S: Study, experiment: str) -> dict[str, Any]:
-    """The keys every experiment's config starts with (its hash names the stored result)."""
+    """The keys every experiment's config starts with (its hash names the stored result): every
+    top-level profile key that changes what is measured (the tiny models' options where the
+    profile has them; `threads` changes only how fast, and env.json records it)."""
     p = S.profile
+    tiny = {key: dict(p[key]) for key in ("tiny", "tiny_draft") if p.get(key)}
     return {
+        **tiny,
         "experiment": experiment,
         "profile": S.name,
         "target": p["target"],

@@ -59,6 +59,8 @@ evaluate: setup
 	@$(PY) -m specdec_lib.environment.batch $(RESULTS_DIR)/$(PROFILE) -- \
 	  $(MAKE) --no-print-directory _evaluate-locked
 
+# each executed notebook is scrubbed (specdec_lib/environment/scrub.py) before it may be committed:
+# no progress bars, no warnings, no local absolute paths in its outputs
 _evaluate-locked:
 	@start=$$(date +%s); \
 	export SPECDEC_BATCH="$${SPECDEC_BATCH:-$(PROFILE)-$$(date -u +%Y%m%dT%H%M%SZ)}"; \
@@ -68,6 +70,7 @@ _evaluate-locked:
 	  $(VENV)/bin/papermill notebooks/$$nb.ipynb $(OUT_NB)/$$nb.ipynb -k $(KERNEL) --cwd . \
 	    -p profile $(PROFILE) -p results_dir $(RESULTS_DIR) -p force $(FORCE_PY) \
 	    --log-output --no-progress-bar || exit 1; \
+	  $(PY) -m specdec_lib.environment.scrub $(OUT_NB)/$$nb.ipynb || exit 1; \
 	done; \
 	echo "== notebooks done in $$(( $$(date +%s) - start )) s"
 	$(if $(filter 1,$(BOOK)),$(MAKE) --no-print-directory book,@echo "== book skipped (BOOK=$(BOOK))")

@@ -81,3 +81,17 @@ def test_declared_figures_are_the_committed_results_figures():
     for e in catalog.EXPERIMENTS:
         have = sorted(p.name for p in (ROOT / "results/embedded" / e / "figures").glob("*.png"))
         assert have == sorted(f.file for f in catalog.experiment(e).figures), e
+
+
+def test_the_agreement_reading_counts_documents_and_positions_not_prompts():
+    """The agreement's config has n_documents and continuation_tokens, no n_prompts: its reading
+    once said "n = None prompts, None new tokens"."""
+    ran = {"profile": "p", "target": "t", "dtype": "float32", "device": "cpu"}
+    config = {**ran, "experiment": "agreement", "n_documents": 40, "continuation_tokens": 64}
+    text = present.what_was_run({"experiment": "agreement"}, config, {})
+    assert "n = 40 documents, 64 teacher-forced positions each" in text
+    assert "None" not in text
+    timed = present.what_was_run(
+        {"experiment": "x"}, {**ran, "n_prompts": 6, "max_new_tokens": 32}, {}
+    )
+    assert "n = 6 prompts, 32 new tokens each" in timed

@@ -154,6 +154,17 @@ def _load(path: Path) -> tuple[dict, dict, dict]:
     return read("summary.json"), read("config.json"), read("env.json")
 
 
+def _sample_size(config: dict) -> str:
+    """'6 prompts, 32 new tokens each', or for the teacher-forced agreement (no generation)
+    '40 documents, 64 teacher-forced positions each'."""
+    if config.get("n_prompts") is None and config.get("n_documents") is not None:
+        return (
+            f"{config['n_documents']} documents, "
+            f"{config.get('continuation_tokens')} teacher-forced positions each"
+        )
+    return f"{config.get('n_prompts')} prompts, {config.get('max_new_tokens')} new tokens each"
+
+
 def what_was_run(summary: dict, config: dict, env: dict) -> str:
     exp = summary.get("experiment", "?")
     arms = config.get("arms") or {}
@@ -162,8 +173,7 @@ def what_was_run(summary: dict, config: dict, env: dict) -> str:
         f"target `{config.get('target')}` in {env.get('dtype', config.get('dtype'))} on "
         f"{env.get('device', config.get('device'))}"
         + (f" ({env['cpu_model']})" if env.get("cpu_model") and env.get("device") == "cpu" else "")
-        + f"; n = {config.get('n_prompts')} prompts, {config.get('max_new_tokens')} new tokens "
-        "each",
+        + f"; n = {_sample_size(config)}",
     ]
     if config.get("context_tokens"):
         parts.append(f", {config['context_tokens']} tokens of context")

@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from specdec_lib.config import MAX_K
 from specdec_lib.errors import SpecdecError
 
 if TYPE_CHECKING:
@@ -53,6 +54,8 @@ SELF_LAYERS = 18
 SELF_KEEP = 16384
 TREE_NODES = 16  # nodes per verification
 TREE_BRANCH = 2  # bigram successors of the last token
+MAX_TREE_NODES = 256  # a tree's nodes are rows of one verification forward: bounded like LAYERS
+MAX_TREE_BRANCH = 16
 DISTILLED_MARKER = "specdec-distilled.json"  # written last: its presence means it is complete
 
 
@@ -127,8 +130,11 @@ def no_args(rest: str) -> tuple[()]:
     return ()
 
 
-def ints(rest: str, most: int, *, least: int = 0, minimum: int = 1) -> tuple[int, ...]:
-    """Colon-separated ASCII integers >= minimum, between least and most of them."""
+def ints(
+    rest: str, most: int, *, least: int = 0, minimum: int = 1, maxima: tuple[int, ...] = ()
+) -> tuple[int, ...]:
+    """Colon-separated ASCII integers >= minimum (and <= maxima[i] where given), between least
+    and most of them."""
     parts = rest.split(":") if rest else []
     if not least <= len(parts) <= most:
         n = f"{least} to {most}" if least != most else str(most)
@@ -136,6 +142,9 @@ def ints(rest: str, most: int, *, least: int = 0, minimum: int = 1) -> tuple[int
     for p in parts:
         if not (p.isascii() and p.isdigit()) or int(p) < minimum:
             raise ValueError(f"{p!r} is not an integer >= {minimum}")
+    for p, top in zip(parts, maxima, strict=False):
+        if int(p) > top:
+            raise ValueError(f"{p} is more than {top}")
     return tuple(int(p) for p in parts)
 
 
@@ -216,12 +225,12 @@ def _shared_args(rest: str) -> tuple[int, ...]:
 
 
 def _tree_args(rest: str) -> tuple[int, int]:
-    args = ints(rest, 2)
+    args = ints(rest, 2, maxima=(MAX_TREE_NODES, MAX_TREE_BRANCH))
     return (args[0] if args else TREE_NODES), (args[1] if len(args) > 1 else TREE_BRANCH)
 
 
 def _tree_fb_args(rest: str) -> tuple[int, int]:
-    args = ints(rest, 2)
+    args = ints(rest, 2, maxima=(MAX_TREE_NODES, MAX_K))
     return (args[0] if args else TREE_NODES), (args[1] if len(args) > 1 else 2)
 
 

@@ -18,7 +18,8 @@ Refused always (exit 2, one line, before anything is built): a result directory 
 that exists but is damaged (`specdec_lib.results.schema.result_problem`: a file missing, a `{}`
 summary, a config that is not an object, a CSV without rows), and an executed notebook that
 papermill marked as failed or never finished (an error output, a failed or unfinished cell):
-neither is ever rendered. `--strict` also refuses when an experiment's notebook or result is
+neither is ever rendered. An executed notebook that cannot be read (cut short) is said in one
+line and shown as not run. `--strict` also refuses when an experiment's notebook or result is
 missing (no placeholders), which is what `make book` wants for the committed embedded profile.
 `--workdir` builds from a copy of the book's sources in another folder (tests use this so that
 they never touch the checkout's staging folder).
@@ -121,6 +122,16 @@ class BookError(Exception):
     """Why the book is not built, in one line (exit status 2)."""
 
 
+def read_notebook(src: Path):
+    """The executed notebook at src, or None (said in one line) when it cannot be read: a file
+    cut short (papermill killed while saving, a full disk) is a notebook not run."""
+    try:
+        return nbformat.read(src, as_version=4)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        print(f"book: {src} cannot be read ({type(e).__name__}); shown as not run", file=sys.stderr)
+        return None
+
+
 def notebook_failure(nb) -> str | None:
     """Why an executed notebook must not be rendered (None when papermill finished it cleanly)."""
     pm = nb.metadata.get("papermill") or {}
@@ -194,8 +205,9 @@ def stage(workdir: Path, profile: str, results: Path, strict: bool) -> dict[str,
     failed = []
     for name in names:
         src = results / profile / "notebooks" / f"{name}.ipynb"
-        if src.is_file():
-            why = notebook_failure(nbformat.read(src, as_version=4))
+        nb = read_notebook(src) if src.is_file() else None
+        if nb is not None:
+            why = notebook_failure(nb)
             if why is not None:
                 failed.append(f"{name} ({why})")
                 continue

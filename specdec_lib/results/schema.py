@@ -3,9 +3,10 @@
 `result_problem(path)` returns why `<results>/<profile>/<experiment>/` cannot be used, in a few
 words (None when it can): a required file missing or unreadable, a JSON file that is not an
 object of the expected shape, a per_prompt.csv without a header, without rows or with a short
-(truncated) row. `study=True` adds what every study experiment writes (experiment and profile
-names, the experiment matching the directory, a headline, a `prompt` column), which the reuse
-check and the book rely on. A damaged directory is recomputed by the batch and never rendered
+(truncated) row, a row count or sha256 other than summary.json recorded at publication (a CSV
+cut at a line boundary). `study=True` adds what every study experiment writes (experiment and
+profile names, the experiment matching the directory, a headline, a `prompt` column), which the
+reuse check and the book rely on. A damaged directory is recomputed by the batch and never rendered
 by the book.
 
 Knows nothing about torch, models, notebooks or how a result was computed: it reads files only.
@@ -14,12 +15,16 @@ Knows nothing about torch, models, notebooks or how a result was computed: it re
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import re
 from pathlib import Path
 from typing import Any
 
 REQUIRED_FILES = ("config.json", "env.json", "summary.json", "per_prompt.csv")
+# summary.json's record of per_prompt.csv as published: {"rows": n, "sha256": hex}; a CSV cut at
+# a line boundary parses cleanly, only this tells it (results without the record: as before)
+PER_PROMPT_RECORD = "per_prompt_csv"
 _HASH = re.compile(r"[0-9a-f]{16}")
 
 
@@ -40,7 +45,21 @@ def _json_object(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     return data, None
 
 
-def _csv_problem(path: Path, study: bool) -> str | None:
+def _record_problem(path: Path, n: int, record: Any) -> str | None:
+    """Why per_prompt.csv is not the file summary.json recorded (None when it is, or when
+    there is no record)."""
+    if record is None:
+        return None
+    if not (isinstance(record, dict) and isinstance(record.get("rows"), int)):
+        return f"summary.json's {PER_PROMPT_RECORD!r} is not a record of rows and sha256"
+    if n != record["rows"]:
+        return f"{path.name} has {n} rows, summary.json records {record['rows']}"
+    if hashlib.sha256(path.read_bytes()).hexdigest() != record.get("sha256"):
+        return f"{path.name} is not the file summary.json records (sha256 differs)"
+    return None
+
+
+def _csv_problem(path: Path, study: bool, record: Any = None) -> str | None:
     name = path.name
     try:
         with open(path, newline="", encoding="utf-8") as f:
@@ -60,7 +79,7 @@ def _csv_problem(path: Path, study: bool) -> str | None:
         return f"{name} has no rows"
     if study and "prompt" not in header:
         return f"{name} has no 'prompt' column"
-    return None
+    return _record_problem(path, n, record)
 
 
 def result_problem(path: Path, *, study: bool = False) -> str | None:
@@ -91,4 +110,4 @@ def result_problem(path: Path, *, study: bool = False) -> str | None:
         for key, kind in (("arms", dict), ("table", list), ("roles", dict)):
             if key in summary and not isinstance(summary[key], kind):
                 return f"summary.json's {key!r} is not a {kind.__name__}"
-    return _csv_problem(path / "per_prompt.csv", study)
+    return _csv_problem(path / "per_prompt.csv", study, summary.get(PER_PROMPT_RECORD))

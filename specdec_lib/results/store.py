@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import hashlib
 import io
 import json
 import math
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +37,7 @@ from filelock import FileLock
 
 from specdec_lib.config import config_hash
 from specdec_lib.errors import SpecdecError
-from specdec_lib.results.schema import result_problem
+from specdec_lib.results.schema import PER_PROMPT_RECORD, result_problem
 from specdec_lib.environment.secrets import scrub
 
 
@@ -70,6 +72,7 @@ class ResultStore:
                 if stale.is_dir():
                     shutil.rmtree(stale, ignore_errors=True)
             tmp = Path(tempfile.mkdtemp(prefix=f".{experiment}.", dir=final.parent))
+            tmp.chmod(0o777 & ~_umask())  # mkdtemp's 0700 would hide the result from others
             try:
                 yield tmp
                 old = final.parent / f".{experiment}.old.{os.getpid()}"
@@ -94,6 +97,13 @@ class ResultStore:
 _LOCKS: dict[str, FileLock] = {}
 
 
+def _umask() -> int:
+    """This process's umask (read by setting it, then restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 class Checkpoint:
     """Per-prompt rows of an experiment in progress, so that a rerun after a crash or a lost
     Colab runtime skips every prompt already finished: one JSON line per (segment, prompt),
@@ -113,12 +123,27 @@ class Checkpoint:
         self._rows: dict[tuple[str, int], tuple[str, list[dict[str, Any]]]] = {}
         self.resumed = 0  # prompts taken from the file by this process
         if self.path.is_file():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
-                try:
-                    rec = json.loads(line)
-                    self._rows[(rec["segment"], int(rec["prompt"]))] = (rec["ids"], rec["rows"])
-                except (ValueError, KeyError, TypeError):
-                    continue
+            self._read()
+
+    def _read(self) -> None:
+        """Take every whole line; a torn last line is skipped quietly, any other damaged line
+        (a byte that is not UTF-8, a line that is not a record) is said once, naming the
+        file, and its prompt is recomputed."""
+        lines = self.path.read_bytes().split(b"\n")
+        damaged = 0
+        for n, line in enumerate(lines):
+            try:
+                rec = json.loads(line.decode("utf-8"))
+                self._rows[(rec["segment"], int(rec["prompt"]))] = (rec["ids"], rec["rows"])
+            except (ValueError, KeyError, TypeError):  # UnicodeDecodeError is a ValueError
+                torn = n == len(lines) - 1 and line.strip(b"\0").isascii()  # killed mid-write
+                damaged += not torn
+        if damaged:
+            print(
+                f"checkpoint {self.path}: {damaged} damaged line(s) ignored; their prompts are "
+                "recomputed",
+                file=sys.stderr,
+            )
 
     @staticmethod
     def _ids_key(ids: Sequence[int]) -> str:
@@ -195,6 +220,10 @@ def write_rows(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     os.replace(tmp, path)
 
 
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 LIST_COLUMNS = ("accepted_lengths", "proposed_lengths", "tokens", "matches")  # kept as text
 
 
@@ -254,7 +283,8 @@ def publish(
         write_json(tmp / "config.json", {**config, "config_hash": config_hash(config)})
         write_json(tmp / "env.json", env)
         write_rows(tmp / "per_prompt.csv", rows)
-        write_json(tmp / "summary.json", summary)
+        record = {"rows": len(rows), "sha256": file_sha256(tmp / "per_prompt.csv")}
+        write_json(tmp / "summary.json", {**summary, PER_PROMPT_RECORD: record})
         for name, data in (extra or {}).items():
             if name.endswith(".csv"):
                 write_rows(tmp / name, data)

@@ -6,6 +6,7 @@ repair, never in a traceback, a stale result or an orphan."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -194,3 +195,114 @@ def test_every_profile_key_changes_the_config_hash_or_is_listed_with_its_reason(
         if all_configs(edited) == before:
             blind.append(key)
     assert blind == [], f"{profile}: the config hash does not see {blind}"
+
+
+# ----------------------------------------------------------------- 5. an unbounded tree
+
+
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [("tree:100000", "100000 is more than 256"), ("tree:8:100000", "100000 is more than 16"),
+     ("tree+shared:16:1000", "1000 is more than 64"), ("tree+bigram:100000", "more than 256")],
+)  # fmt: skip
+def test_a_tree_too_large_to_verify_is_refused_like_too_many_layers(spec, needle):
+    from specdec_lib.drafters.registry import parse
+
+    with pytest.raises(SpecdecError) as e:
+        parse(spec)
+    assert needle in str(e.value) and "\n" not in str(e.value)
+    assert parse("tree:256:16").args == (256, 16)
+
+
+# ----------------------------------------------------------------- 6. a non-UTF-8 checkpoint
+
+
+def test_a_non_utf8_byte_in_a_checkpoint_is_one_warning_naming_the_file(tmp_path, capsys):
+    from specdec_lib.results.store import Checkpoint, ResultStore
+
+    store = ResultStore(tmp_path, "p")
+    config = {"experiment": "a", "n": 2}
+    first = Checkpoint(store, "a", config, fresh=False)
+    first.add("seg", 0, [1, 2], [{"prompt": 0, "tokens": "1 2"}])
+    first.add("seg", 1, [3, 4], [{"prompt": 1, "tokens": "3 4"}])
+    lines = first.path.read_bytes().split(b"\n")
+    first.path.write_bytes(lines[0] + b"\n" + lines[1][:20] + b"\xff\xfe" + lines[1][20:] + b"\n")
+    again = Checkpoint(store, "a", config, fresh=False)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(first.path) in err and "1 damaged line" in err
+    assert list(again.done("seg", [[1, 2], [3, 4]])) == [0]  # prompt 1 is recomputed
+
+
+def test_a_torn_last_checkpoint_line_is_skipped_quietly(tmp_path, capsys):
+    from specdec_lib.results.store import Checkpoint, ResultStore
+
+    store = ResultStore(tmp_path, "p")
+    first = Checkpoint(store, "a", {"n": 1}, fresh=False)
+    first.add("seg", 0, [1], [{"prompt": 0}])
+    with open(first.path, "ab") as f:
+        f.write(b'{"segment": "seg", "pro')
+    again = Checkpoint(store, "a", {"n": 1}, fresh=False)
+    assert capsys.readouterr().err == "" and list(again.done("seg", [[1]])) == [0]
+
+
+# ----------------------------------------------------------------- 9, 12. published results
+
+
+def publish_three(root: Path) -> Path:
+    from specdec_lib.results.store import ResultStore, publish
+
+    rows = [{"prompt": i, "method": "baseline", "wall_s": 0.1 * i} for i in range(3)]
+    summary = {"experiment": "baseline", "profile": "p", "headline": {"x": 1}}
+    config = {"experiment": "baseline", "n_prompts": 3}
+    return publish(ResultStore(root, "p"), "baseline", config, {"python": "3"}, rows, summary)
+
+
+def test_a_per_prompt_csv_cut_at_a_line_boundary_is_not_trusted(tmp_path):
+    from specdec_lib.results.schema import result_problem
+    from specdec_lib.results.store import ResultStore
+
+    d = publish_three(tmp_path)
+    assert result_problem(d, study=True) is None
+    csv_path = d / "per_prompt.csv"
+    lines = csv_path.read_text(encoding="utf-8").splitlines(keepends=True)
+    csv_path.write_text("".join(lines[:2]), encoding="utf-8")  # the header and 1 of 3 rows
+    assert result_problem(d, study=True) == "per_prompt.csv has 1 rows, summary.json records 3"
+    assert not ResultStore(tmp_path, "p").done("baseline", {"experiment": "baseline"}, study=True)
+    csv_path.write_text("".join(lines).replace("0.1", "0.2"), encoding="utf-8")
+    assert "sha256 differs" in result_problem(d)
+
+
+def test_published_result_folders_are_readable_by_others(tmp_path):
+    old = os.umask(0o022)
+    try:
+        d = publish_three(tmp_path)
+    finally:
+        os.umask(old)
+    assert d.stat().st_mode & 0o777 == 0o755
+    assert {f.stat().st_mode & 0o777 for f in d.iterdir()} == {0o644}
+
+
+# ----------------------------------------------------------------- 7. a truncated notebook
+
+
+def test_a_truncated_executed_notebook_is_shown_as_not_run_in_one_line(tmp_path, capsys):
+    import importlib.util
+    import shutil
+
+    spec = importlib.util.spec_from_file_location("book_build", ROOT / "book" / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    nbs = tmp_path / "results" / "p" / "notebooks"
+    nbs.mkdir(parents=True)
+    whole = (ROOT / "results/embedded/notebooks/01_baseline.ipynb").read_bytes()
+    (nbs / "01_baseline.ipynb").write_bytes(whole[: len(whole) // 2])
+    workdir = tmp_path / "book"
+    workdir.mkdir()
+    shutil.copy(ROOT / "_toc.yml", workdir / "_toc.yml")
+    status = build.stage(workdir, "p", tmp_path / "results", strict=False)
+    assert status["01_baseline"] == "placeholder"
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "01_baseline.ipynb cannot be read" in err
+    assert "Traceback" not in err
+    with pytest.raises(build.BookError, match="--strict: no executed notebook for 01_baseline"):
+        build.stage(workdir, "p", tmp_path / "results", strict=True)

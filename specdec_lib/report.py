@@ -27,8 +27,8 @@ from specdec_lib.reporting.figures.style import new_figure, show
 from specdec_lib.reporting.format import (admonition, ci, ci_pct, common_markdown, md_table,
                                           missing_note, num, pct, split_common)
 from specdec_lib.reporting.tables import (
-    beside_published, config_table, env_table, headline_table, identity_sentence, identity_table,
-    k_sweep_table, peers_table, sampling_table, study_table, total_batch_seconds)
+    beside_published, config_table, env_table, headline_table, identity_clause, identity_sentence,
+    identity_table, k_sweep_table, peers_table, sampling_table, study_table, total_batch_seconds)
 from specdec_lib.reporting.verdicts import (LABELS, bottom_line, h3_per_draft, key_numbers,
                                             rule_markdown, scope, verdict_table, verdicts)
 from specdec_lib.results.catalog import EXPERIMENTS, NOTEBOOKS
@@ -45,10 +45,11 @@ __all__ = [
     "fig_baseline_growth", "fig_divergence_margins", "fig_earlier_study",
     "fig_measured_vs_predicted", "fig_position_acceptance", "fig_prompt_confound",
     "fig_speedup_vs_context", "fig_time_split", "fig_training_curve", "growth", "h3_per_draft",
-    "headline_table", "identity_sentence", "identity_table", "k_sweep_table", "key_numbers",
-    "load_results", "md_table", "missing_note", "new_figure", "num", "pct", "peers_table",
-    "profiles_with_results", "rate_from_a", "rule_markdown", "sampling_table", "scope", "show",
-    "split_common", "study_table", "total_batch_seconds", "verdict_table", "verdicts",
+    "headline_table", "identity_clause", "identity_sentence", "identity_table", "k_sweep_table",
+    "key_numbers", "load_results", "md_table", "missing_note", "new_figure", "num", "pct",
+    "peers_table", "profiles_with_results", "rate_from_a", "rule_markdown", "sampling_table",
+    "scope", "show", "split_common", "study_table", "total_batch_seconds", "verdict_table",
+    "verdicts",
 ]  # fmt: skip
 
 

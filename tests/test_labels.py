@@ -30,3 +30,34 @@ def test_glossary_does_not_call_the_pruned_head_self_draft_a_truncated_model():
     entry = _entry("drafter spec")
     assert "first 18 layers" not in entry
     assert "all 18 of the target's layers" in entry
+
+
+def _embedded_with_identity(ident: dict | None):
+    """The committed embedded profile, its transformer_draft's identity record replaced."""
+    import copy
+
+    from specdec_lib.results.read import load_results
+
+    p = load_results("embedded", ROOT / "results")
+    res = copy.deepcopy(p.get("transformer_draft"))
+    if ident is None:
+        res.summary.pop("identity_by_dtype", None)
+    else:
+        res.summary["identity_by_dtype"] = ident
+    p.results["transformer_draft"] = res
+    return p
+
+
+def test_the_introduction_promises_an_explanation_of_divergences_only_where_there_were_some():
+    from specdec_lib.reporting import tables
+
+    same = {"bfloat16": {"dtype": "bfloat16", "identical_fraction": 1.0, "n_prompts": 6}}
+    clause = tables.identity_clause(_embedded_with_identity(same))
+    assert "not always" not in clause and "0 of 6 in bfloat16" in clause
+    assert "no margin to plot" in tables.identity_sentence(_embedded_with_identity(same))
+    differ = {"bfloat16": {"dtype": "bfloat16", "identical_fraction": 0.5, "n_prompts": 6,
+                           "divergence_margins": [0.1, 0.2, 0.05]}}  # fmt: skip
+    clause = tables.identity_clause(_embedded_with_identity(differ))
+    assert "not always token-identical (3 of 6 in bfloat16 differed)" in clause
+    assert "no margin" not in tables.identity_sentence(_embedded_with_identity(differ))
+    assert "whether" in tables.identity_clause(_embedded_with_identity(None))

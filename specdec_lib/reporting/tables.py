@@ -331,9 +331,9 @@ def identity_table(p: Profile) -> pd.DataFrame | None:
 
 
 def identity_sentence(p: Profile) -> str:
-    """One sentence per dtype: how many outputs matched greedy decoding, and the margins."""
-    res = p.get("transformer_draft")
-    ident = (res.summary.get("identity_by_dtype") or {}) if res else {}
+    """One sentence per dtype: how many outputs matched greedy decoding, and the margins (or
+    that there are none to show)."""
+    ident = _identity(p)
     parts = []
     for dt, d in ident.items():
         margins = [float(m) for m in (d.get("divergence_margins") or []) if finite(m)]
@@ -347,13 +347,47 @@ def identity_sentence(p: Profile) -> str:
                 f"has median {num(np.median(margins), 3)} (largest {num(max(margins), 3)})"
             )
         parts.append(s + ".")
+    if ident and not any(_differing(d) for d in ident.values()):
+        parts.append(
+            "No output differed from greedy decoding in any dtype, so there is no margin to "
+            "plot: the rounding argument above says where a difference could come from, not "
+            "that one was seen."
+        )
     return " ".join(parts)
+
+
+def _identity(p: Profile) -> dict[str, dict[str, Any]]:
+    res = p.get("transformer_draft")
+    return (res.summary.get("identity_by_dtype") or {}) if res else {}
+
+
+def _differing(d: dict[str, Any]) -> int:
+    """How many of a dtype's outputs differ from greedy decoding."""
+    n = int(d.get("n_prompts") or 0)
+    return n - round(float(d.get("identical_fraction") or 0.0) * n)
+
+
+def identity_clause(p: Profile) -> str:
+    """The introduction's promise about token identity, as the result files bear it out: why
+    outputs differ where some did, that none did where none did (then no margin is plotted)."""
+    ident = _identity(p)
+    if not ident:
+        return "and whether bf16 and fp32 outputs are token-identical to greedy decoding"
+    counts = ", ".join(
+        f"{_differing(d)} of {d.get('n_prompts')} in {d.get('dtype', dt)}"
+        for dt, d in ident.items()
+    )
+    if any(_differing(d) for d in ident.values()):
+        return f"and why bf16 outputs are not always token-identical ({counts} differed)"
+    return (
+        "and whether bf16 and fp32 outputs are token-identical to greedy decoding (here every "
+        f"output was: {counts} differed, so there is no divergence to explain)"
+    )
 
 
 def identity_margins(p: Profile) -> dict[str, list[float]]:
     """Per dtype: the target's top-2 margins at each first difference from greedy."""
-    res = p.get("transformer_draft")
-    ident = (res.summary.get("identity_by_dtype") or {}) if res else {}
+    ident = _identity(p)
     return {
         d.get("dtype", k): [float(m) for m in (d.get("divergence_margins") or []) if finite(m)]
         for k, d in ident.items()

@@ -285,14 +285,43 @@ def _curve(rec: dict[str, Any]) -> tuple[list[float], dict[str, list[float]]]:
     return (steps or list(range(n))), series
 
 
-def training_curve(name: str, rec: dict[str, Any]) -> Any:
-    """A distilled draft's training curve from its stored training record."""
+TRAINING_AGREEMENT = "training agreement:\nargmax match on the training batch,\nkept ids only"
+EVALUATION_AGREEMENT = (
+    "evaluation agreement (another quantity):\nteacher-forced, held-out documents,\nfull vocabulary"
+)
+
+
+def training_curve(
+    name: str, rec: dict[str, Any], evaluation: Sequence[float] | None = None
+) -> Any:
+    """A distilled draft's training curve from its stored training record: the loss on its own
+    axis, the agreement on another. The training agreement (argmax match over the loss's kept
+    ids, on the batch before each step) is not the evaluation's teacher-forced agreement (full
+    vocabulary, held-out documents); `evaluation` (that agreement at each context, 0..1) is drawn
+    beside it as a band, labelled as the other quantity."""
     x, series = _curve(rec)
     if not series:
         return None
-    fig, (ax,) = new_figure(1, 5.2, 3.6)
-    for k, v in series.items():
-        ax.plot(x[: len(v)], v, label=k)
-    ax.set(xlabel="training step", ylabel="value", title=f"{name}: training curve")
-    legend_outside(ax)
+    agreement = {k: v for k, v in series.items() if "agree" in k}
+    rest = {k: v for k, v in series.items() if k not in agreement}
+    fig, axes = new_figure(2 if agreement and rest else 1, 9.0 if agreement and rest else 5.2, 3.6)
+    if rest:
+        for k, v in rest.items():
+            axes[0].plot(x[: len(v)], v, label=k)
+        axes[0].set(xlabel="training step", ylabel="loss" if list(rest) == ["loss"] else "value",
+                    title=f"{name}: training loss")  # fmt: skip
+        if len(rest) > 1:
+            axes[0].legend(fontsize="small", frameon=False)
+    if agreement:
+        ax = axes[-1]
+        for k, v in agreement.items():
+            label = TRAINING_AGREEMENT if k == "agreement" else k
+            ax.plot(x[: len(v)], [100 * y for y in v], label=label)
+        ev = [float(e) for e in (evaluation or []) if np.isfinite(e)]
+        if ev:
+            ax.axhspan(100 * min(ev), 100 * max(ev), color="tab:red", alpha=0.2,
+                       label=EVALUATION_AGREEMENT + ",\nrange over contexts")  # fmt: skip
+        ax.set(xlabel="training step", ylabel="agreement (%)", ylim=(0, 100),
+               title=f"{name}: agreement")  # fmt: skip
+        ax.legend(loc="upper left", frameon=False, fontsize="x-small")  # above the curve
     return fig

@@ -63,8 +63,14 @@ def training_record(p: Profile) -> tuple[str, dict[str, Any]] | None:
 
 
 def fig_training_curve(p: Profile) -> Any:
+    """The training curve, with the draft's evaluation agreement (each context's) beside it."""
     found = training_record(p)
-    return arms.training_curve(*found) if found else None
+    if not found:
+        return None
+    draft, rec = found
+    table = p.get("agreement").summary.get("table") or []
+    evaluation = [float(t["agreement"]) for t in table if t.get("draft") == draft]
+    return arms.training_curve(draft, rec, evaluation)
 
 
 def fig_speedup_vs_context(p: Profile) -> Any:

@@ -306,3 +306,51 @@ def test_a_truncated_executed_notebook_is_shown_as_not_run_in_one_line(tmp_path,
     assert "Traceback" not in err
     with pytest.raises(build.BookError, match="--strict: no executed notebook for 01_baseline"):
         build.stage(workdir, "p", tmp_path / "results", strict=True)
+
+
+# ----------------------------------------------------------------- 8. a model cache build cut short
+
+
+@pytest.fixture
+def incomplete_cache(tmp_path, monkeypatch) -> Path:
+    """An embedded cache folder without its marker (a build is due), the package 'installed'."""
+    from specdec_lib.models import embedded
+
+    monkeypatch.setenv("SPECDEC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(embedded, "_has_module", lambda name: True)
+    d = embedded.embedded_cache_dir()
+    d.mkdir(parents=True)
+    return d
+
+
+def test_a_full_disk_during_the_cache_build_is_one_line(incomplete_cache, monkeypatch):
+    from safetensors import SafetensorError
+
+    from specdec_lib.models import embedded
+
+    def full_disk(target: Path) -> None:
+        raise SafetensorError(
+            "Error while serializing: IoError(Os { code: 28, kind: StorageFull })"
+        )
+
+    monkeypatch.setattr(embedded, "_build_embedded_cache", full_disk)
+    with pytest.raises(SpecdecError, match="cannot be written \\(SafetensorError: Error whi") as e:
+        embedded.ensure_embedded_cache()
+    assert "\n" not in str(e.value)
+
+
+def test_a_half_built_cache_folder_left_by_a_killed_build_is_removed(incomplete_cache, monkeypatch):
+    from specdec_lib.models import embedded
+
+    stale = incomplete_cache.parent / f".{embedded.EMBEDDED_DIRNAME}-k1ll3d"
+    (stale / "gguf").mkdir(parents=True)
+    (stale / "gguf" / "part").write_bytes(b"x" * 1000)
+    built = []
+    monkeypatch.setattr(embedded, "_build_embedded_cache", built.append)
+    monkeypatch.setattr(embedded, "cache_problem", lambda d, full=False: None if built else "x")
+    embedded.ensure_embedded_cache()
+    assert built and not stale.exists()
+    # one left beside a cache that is complete goes on the next load
+    (stale / "gguf").mkdir(parents=True)
+    embedded.ensure_embedded_cache()
+    assert not stale.exists()

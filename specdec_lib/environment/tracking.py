@@ -1,9 +1,11 @@
 """Environment capture and W&B logging that never blocks, prompts or leaks a secret.
 
 W&B runs offline unless WANDB_API_KEY is set (and WANDB_MODE is not "offline"), and not at all
-with WANDB_MODE=disabled or when wandb is not installed. Config values are scrubbed of anything
-that looks like a token (`secrets.scrub`) before they reach W&B or a file. Knows nothing about
-decoding.
+with WANDB_MODE=disabled or when wandb is not installed. An online start is bounded
+(`INIT_TIMEOUT_S`, or $WANDB_INIT_TIMEOUT): when the server does not answer in time (no network)
+the run falls back to offline, said once, and the process's later runs start offline. Config
+values are scrubbed of anything that looks like a token (`secrets.scrub`) before they reach W&B
+or a file. Knows nothing about decoding.
 
 What one experiment's run holds: a group per batch (SPECDEC_BATCH, else profile@commit), the
 experiment as job type, tags (profile, dtype, device); one history series per arm and cell under
@@ -114,6 +116,10 @@ def precision_facts(device: str | None) -> dict[str, Any]:
     return facts
 
 
+INIT_TIMEOUT_S = 15  # an online start that takes longer falls back to offline (WANDB_INIT_TIMEOUT)
+_WENT_OFFLINE = False  # set once the server did not answer: later runs of this process go offline
+
+
 def _dotless(data: dict[str, Any]) -> dict[str, Any]:
     """W&B reads "." in a key as nesting (temperature=0.7 would split, and escape define_metric's
     globs): "0.7" becomes "0_7"."""
@@ -146,8 +152,13 @@ class Tracker:
         mode = "online" if online else "offline"
         os.environ.setdefault("WANDB_SILENT", "true")
         os.environ.setdefault("WANDB_CONSOLE", "off")
-        try:
-            self.run = wandb.init(
+        global _WENT_OFFLINE
+        if _WENT_OFFLINE:  # the server did not answer earlier in this process: do not wait again
+            mode = "offline"
+        timeout = float(os.environ.get("WANDB_INIT_TIMEOUT") or INIT_TIMEOUT_S)
+
+        def init(mode: str):
+            return wandb.init(
                 project=project,
                 name=name,
                 group=group,
@@ -157,8 +168,24 @@ class Tracker:
                 mode=mode,
                 dir=str(dir) if dir else None,
                 reinit="finish_previous",
-                settings=wandb.Settings(silent=True, console="off", x_disable_stats=True),
+                settings=wandb.Settings(
+                    silent=True, console="off", x_disable_stats=True, init_timeout=timeout
+                ),
             )
+
+        try:
+            try:
+                self.run = init(mode)
+            except Exception as e:  # noqa: BLE001 - e.g. CommError: no network
+                if mode != "online":
+                    raise
+                _WENT_OFFLINE = True
+                print(
+                    f"W&B: no answer from the server within {timeout:g} s ({type(e).__name__}); "
+                    "logging offline from here on (`wandb sync` uploads later)",
+                    file=sys.stderr,
+                )
+                self.run = init("offline")
         except Exception as e:  # noqa: BLE001 - tracking must never stop a run
             print(f"W&B disabled for this run: {type(e).__name__}", file=sys.stderr)
             self.run = None

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -552,7 +551,7 @@ def test_a_second_batch_for_the_same_folder_is_refused_in_one_line(tmp_path):
          sys.executable, "-c",
          f"import pathlib, time; pathlib.Path({str(started)!r}).touch(); time.sleep(60)"],
         cwd=ROOT,
-        start_new_session=True,  # so that the holder and its command are killed together
+        start_new_session=True,
     )  # fmt: skip
     try:
         for _ in range(600):
@@ -572,8 +571,8 @@ def test_a_second_batch_for_the_same_folder_is_refused_in_one_line(tmp_path):
         line = one_line_error(second.stderr)
         assert f"another batch is running for {folder} (pid {first.pid}, started" in line
     finally:
-        os.killpg(first.pid, signal.SIGKILL)
-        first.wait(timeout=30)
+        first.terminate()  # the holder stops its command's group, then releases the lock
+        first.wait(timeout=60)
     # the lock dies with its holder: the next batch runs
     again = subprocess.run(
         [sys.executable, "-m", "specdec_lib.environment.batch", str(folder), "--", "true"],

@@ -6,6 +6,7 @@ repair, never in a traceback, a stale result or an orphan."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -399,3 +400,63 @@ def test_wandb_without_network_falls_back_to_offline_in_bounded_time_said_once(
     assert t1 - t0 < 60 and time.monotonic() - t1 < 30
     err = capsys.readouterr().err
     assert err.count("logging offline") == 1 and "no answer from the server within 4 s" in err
+
+
+# ----------------------------------------------------------------- 1. the lock holder killed
+
+BATCH_SCRIPT = """
+import subprocess, sys, time, pathlib
+sleep = [sys.executable, "-c", "import time; time.sleep(120)"]
+same = subprocess.Popen(sleep)                             # like make's papermill
+own = subprocess.Popen(sleep, start_new_session=True)      # like the Jupyter kernel
+pathlib.Path(sys.argv[1]).write_text(f"{same.pid} {own.pid}")
+time.sleep(120)
+"""
+
+
+def running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_sigterm_to_the_lock_holder_stops_the_whole_batch_before_the_lock_is_released(tmp_path):
+    import signal
+    import time
+
+    folder = tmp_path / "results" / "smoke"
+    pids_file = tmp_path / "pids"
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "specdec_lib.environment.batch", str(folder), "--",
+         sys.executable, "-c", BATCH_SCRIPT, str(pids_file)],
+        cwd=ROOT,
+        start_new_session=True,
+    )  # fmt: skip
+    batch: list[int] = []
+    try:
+        for _ in range(600):
+            if pids_file.exists() and pids_file.read_text():
+                break
+            assert holder.poll() is None
+            time.sleep(0.1)
+        batch = [int(p) for p in pids_file.read_text().split()]
+        assert all(running(p) for p in batch)
+        holder.send_signal(signal.SIGTERM)
+        assert holder.wait(timeout=60) == 128 + signal.SIGTERM
+        assert [p for p in batch if running(p)] == []  # no orphan left with the lock released
+    finally:
+        for pid in batch:
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.killpg(holder.pid, signal.SIGKILL)
+        holder.wait(timeout=30)
+    again = subprocess.run(
+        [sys.executable, "-m", "specdec_lib.environment.batch", str(folder), "--", "true"],
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert again.returncode == 0

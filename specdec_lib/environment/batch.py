@@ -10,22 +10,33 @@ time) rather than made to wait: it would otherwise start computing, on a machine
 soon as the first finished. The lock is an OS file lock, released when its holder exits or is
 killed, so a crashed batch never leaves it stale.
 
+The command runs in a process group of its own. SIGTERM, SIGINT or SIGHUP to the holder (the pid
+a refusal names) stops the whole batch before the lock is released: SIGTERM goes to the group
+and to every process below the command (a Jupyter kernel starts a session of its own), the
+holder waits for them to exit (SIGKILL after `GRACE_S`), then releases. Only SIGKILL of the
+holder itself, which no process can catch, still leaves its command running.
+
 Knows nothing about notebooks, experiments or make: it holds a lock around a command.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 
 LOCK_NAME = ".batch.lock"
 INFO_NAME = ".batch.lock.json"  # who holds the lock (pid, start, command), for the refusal
+GRACE_S = 20.0  # how long a stopped batch's processes get to exit before SIGKILL
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def holder(folder: Path) -> str:
@@ -57,12 +68,82 @@ def run_locked(folder: Path, command: list[str]) -> int:
             "command": command,
         }
         (folder / INFO_NAME).write_text(json.dumps(info) + "\n", encoding="utf-8")
-        return subprocess.call(command)
-    except KeyboardInterrupt:
-        return 130
+        return run_group(command)
     finally:
         (folder / INFO_NAME).unlink(missing_ok=True)
         lock.release()
+
+
+def _processes() -> dict[int, tuple[int, int, str, str]]:
+    """pid -> (parent pid, process group, state, start time) of every process (/proc; empty
+    where there is none)."""
+    out = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (command) "
+        out[int(entry.name)] = (int(fields[1]), int(fields[2]), fields[0], fields[19])
+    return out
+
+
+def _tree(root: int) -> dict[int, str]:
+    """root and every process below it: pid -> start time (to never signal a reused pid)."""
+    procs = _processes()
+    found, todo = {}, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in procs and pid not in found:
+            found[pid] = procs[pid][3]
+            todo += [p for p, (ppid, *_) in procs.items() if ppid == pid]
+    return found
+
+
+def _left(pgid: int, tree: dict[int, str]) -> list[int]:
+    """The processes of the group or the tree that are still running (zombies are done)."""
+    return [
+        pid
+        for pid, (_, pgrp, state, start) in _processes().items()
+        if state != "Z" and (pgrp == pgid or tree.get(pid) == start)
+    ]
+
+
+def _signal_all(pgid: int, pids: list[int] | dict[int, str], signum: int) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(pgid, signum)
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signum)
+
+
+def run_group(command: list[str]) -> int:
+    """COMMAND's exit status, run in a group of its own; a stop signal to this process stops
+    the group and everything below the command, and returns once they are gone (128 + the
+    signal)."""
+    proc = subprocess.Popen(command, start_new_session=True)
+    stopped: list[int] = []
+    tree: dict[int, str] = {}
+
+    def stop(signum: int, _frame: object) -> None:
+        if not stopped:
+            tree.update(_tree(proc.pid))
+        stopped.append(signum)
+        _signal_all(proc.pid, tree, signal.SIGTERM)
+
+    previous = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
+    try:
+        code = proc.wait()
+        if stopped:
+            deadline = time.monotonic() + GRACE_S
+            while (left := _left(proc.pid, tree)) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if left:
+                _signal_all(proc.pid, left, signal.SIGKILL)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return 128 + stopped[0] if stopped else code
 
 
 def main(argv: list[str] | None = None) -> int:

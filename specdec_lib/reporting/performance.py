@@ -1,0 +1,301 @@
+"""The performance chapter's reading of a bench file (`results/<profile>/bench.txt`, written by
+`python -m specdec_lib bench`): its last line is one JSON object with every number of the run,
+and every number this module prints is read from that object (none is typed here).
+
+`read_bench(path)` parses it; `arms_table`, `ceiling_table`, `targets_table`,
+`repetition_markdown`, `tree_identity_markdown` and `provenance_markdown` turn it into the
+chapter's tables and sentences; `page_markdown` is all of them in the chapter's order (what the
+tests compare between a file and a changed copy).
+
+Torch-free; knows nothing about how the bench was run or timed, only its file's keys.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from specdec_lib.errors import SpecdecError
+from specdec_lib.reporting.format import central, ci, md_table, num, pct
+
+BENCH_FILE = "bench.txt"
+
+
+def read_bench(path: Path) -> dict[str, Any]:
+    """The bench's JSON object (its file's last line that parses as one), with the comment line
+    that heads the file under `_header` (the run's date, commit and machine, as written)."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise SpecdecError(f"performance: cannot read {path} ({e.strerror})") from None
+    for line in reversed(lines):
+        if line.lstrip().startswith("{"):
+            try:
+                data = json.loads(line)
+            except ValueError:
+                break
+            if isinstance(data, dict) and "groups" in data:
+                header = next((ln for ln in lines if ln.startswith("#")), "")
+                return {**data, "_header": header.lstrip("# ").strip()}
+            break
+    raise SpecdecError(f"performance: {path} has no bench JSON line (python -m specdec_lib bench)")
+
+
+def _group_label(name: str, g: dict[str, Any]) -> str:
+    return f"{g.get('context_tokens')} context, {g.get('max_new_tokens')} new tokens ({name})"
+
+
+def _ci_n(d: Any, nd: int = 2, suffix: str = "", n_said: Any = None, scale: float = 1.0) -> str:
+    """ci() with its n, which is left out when it is `n_said` (the table's heading says it)."""
+    if not isinstance(d, dict):
+        return "-"
+    text = ci(d, nd, scale, suffix)
+    return text.removesuffix(f", n={n_said}") if n_said is not None else text
+
+
+def arms_table(bench: dict[str, Any], group: str | None = None) -> pd.DataFrame:
+    """One row per group and arm, ours and Hugging Face's side by side: tokens/s (median over
+    prompts), the paired speedups against our baseline and against HF greedy, acceptance, the
+    share of outputs token-identical to our baseline, the continuations' 4-gram repetition;
+    every interval a 95% bootstrap interval with its n. `group`: that setting's rows only."""
+    rows = []
+    for gname, g in bench.get("groups", {}).items():
+        if group is not None and gname != group:
+            continue
+        n = g.get("n_prompts") if group is not None else None
+        for arm, a in g.get("arms", {}).items():
+            rows.append(
+                {
+                    "setting": _group_label(gname, g),
+                    "arm": f"`{arm}`" + (" (HF)" if a.get("implementation") == "hf" else ""),
+                    "draft, K": f"`{a.get('draft')}`, {a.get('k')}" if a.get("k") else "-",
+                    "tokens/s": _ci_n(a.get("tokens_per_s"), 1, n_said=n),
+                    "x our baseline": _ci_n(a.get("speedup"), 2, "x", n),
+                    "x HF greedy": _ci_n(a.get("speedup_vs_hf_greedy"), 2, "x", n),
+                    "acceptance": _ci_n(a.get("acceptance_rate"), 1, "%", n, 100.0),
+                    "identical": pct(a.get("identical_to_baseline"), 0),
+                    "4-gram repetition": _ci_n(a.get("repetition_4gram"), 2, n_said=n),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def ceiling_table(bench: dict[str, Any]) -> pd.DataFrame:
+    """Per K: the speedup a perfect, free draft would give (K + 1 tokens per verification) and
+    the verification's cost in baseline steps that bounds it."""
+    c = bench.get("ceiling") or {}
+    by_k = sorted((c.get("by_k") or {}).items(), key=lambda kv: int(kv[0]))
+    return pd.DataFrame(
+        [
+            {
+                "K": k,
+                "ceiling": num(v.get("ceiling"), 2, "x"),
+                "verification cost (baseline steps)": num(v.get("verify_cost"), 2),
+            }
+            for k, v in by_k
+        ]
+    )
+
+
+def best_arms(bench: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """Group -> (our fastest lossless arm, HF's fastest arm), as the bench named them."""
+    return {n: (g.get("best_ours"), g.get("best_hf")) for n, g in bench.get("groups", {}).items()}
+
+
+def ceiling_markdown(bench: dict[str, Any]) -> str:
+    """What the ceiling is, its n, and how far our best arm is from it at its K."""
+    c = bench.get("ceiling") or {}
+    by_k = c.get("by_k") or {}
+    if not by_k:
+        return "The bench file has no ceiling."
+    text = (
+        f"The ceiling is measured on {c.get('n_positions')} positions of the baseline's own "
+        "continuations: each verification is given the baseline's next K tokens (all accepted, "
+        "so K + 1 tokens per call) and timed against a one-position call at the same sequences. "
+        "No chain draft can beat it at that K on this machine, however good its guesses."
+    )
+    best = bench.get("best_long") or {}
+    k = best.get("k") or 0
+    ks = sorted(int(x) for x in by_k)
+    below = [x for x in ks if x <= k]
+    above = [x for x in ks if x >= k]
+    bracket = sorted({*(below[-1:]), *(above[:1])})
+    where = " and ".join(f"{num(by_k[str(x)]['ceiling'], 2, 'x')} at K = {x}" for x in bracket)
+    top = max(bench.get("contexts") or [0])
+    for gname, g in bench.get("groups", {}).items():
+        arm = (g.get("arms") or {}).get(best.get("name", ""))
+        if arm and bracket and g.get("context_tokens") == top:
+            text += (
+                f" Our best long-continuation arm (`{best.get('name')}`, K = {k}) reaches "
+                f"{ci(arm['speedup'], 2, suffix='x')} in `{gname}`; the ceiling is {where}."
+            )
+            break
+    return text
+
+
+def repetition_markdown(bench: dict[str, Any]) -> str:
+    """How repetitive the continuations were (share of generated 4-grams seen before in prompt
+    or output, our baseline's), per group beside the best speedup, and what that means."""
+    parts, points = [], []
+    for gname, g in bench.get("groups", {}).items():
+        base = (g.get("arms") or {}).get("baseline") or {}
+        ours = (g.get("arms") or {}).get(g.get("best_ours")) or {}
+        parts.append(
+            f"`{gname}`: repetition {_ci_n(base.get('repetition_4gram'), 2)}, "
+            f"best speedup {_ci_n(ours.get('speedup'), 2, 'x')} (`{g.get('best_ours')}`)"
+        )
+        points.append((central(base.get("repetition_4gram")), central(ours.get("speedup")), gname))
+    return (
+        "The 4-gram repetition of a continuation is the share of its generated 4-grams that "
+        "already occurred earlier in the prompt or the output (median over prompts, 95% "
+        "interval). Prompt lookup and n-gram drafts copy earlier text, so they gain exactly "
+        "where the continuation repeats itself. Per setting, for our baseline:\n\n"
+        + "\n".join(f"- {p}" for p in parts)
+        + "\n\n"
+        + _repetition_reading(points)
+    )
+
+
+def _span(values: list[float], nd: int, suffix: str = "") -> str:
+    lo, hi = num(min(values), nd, suffix), num(max(values), nd, suffix)
+    return lo if lo == hi else f"{num(min(values), nd)}-{hi}"
+
+
+def _repetition_reading(points: list[tuple[float, float, str]]) -> str:
+    """Whether the more repetitive half of the settings has the larger speedups, said from the
+    numbers (repetition, best speedup, group) of each setting."""
+    points = sorted(p for p in points if p[0] == p[0] and p[1] == p[1])  # no NaN
+    if len(points) < 2:
+        return ""
+    low, high = points[: len(points) // 2], points[len(points) // 2 :]
+    names = lambda ps: ", ".join(f"`{p[2]}`" for p in ps)  # noqa: E731
+    said = (
+        f"the more repetitive settings ({names(high)}: repetition "
+        f"{_span([p[0] for p in high], 2)}) get best speedups of "
+        f"{_span([p[1] for p in high], 2, 'x')}, the less repetitive ones ({names(low)}: "
+        f"{_span([p[0] for p in low], 2)}) {_span([p[1] for p in low], 2, 'x')}"
+    )
+    if min(p[1] for p in high) > max(p[1] for p in low):
+        return (
+            f"In this run {said}. A copying draft's large speedups measure how much of a greedy "
+            "base model's output repeats what it has already written, not a gain to expect on "
+            "text that does not repeat: for such text the less repetitive settings are the "
+            "fairer guide."
+        )
+    return f"In this run {said}: repetition alone does not order the speedups."
+
+
+def tree_identity_markdown(bench: dict[str, Any]) -> str:
+    """The tree's share of outputs token-identical to our baseline in the run's dtype, per
+    group, and in the float32 identity check."""
+    tree = (bench.get("tree") or {}).get("name", "tree")
+    per_group = [
+        f"`{gname}`: {pct(g['arms'][tree].get('identical_to_baseline'), 0)} of "
+        f"{g.get('n_prompts')} prompts"
+        for gname, g in bench.get("groups", {}).items()
+        if tree in (g.get("arms") or {})
+    ]
+    ident = bench.get("identity") or {}
+    frac = (ident.get("identical_fraction") or {}).get(tree)
+    text = (
+        f"The tree draft (`{(bench.get('tree') or {}).get('draft')}`, K = "
+        f"{(bench.get('tree') or {}).get('k')}) is fast but, in {bench.get('dtype')}, its "
+        "outputs are token-identical to our baseline's only on some prompts: "
+        + "; ".join(per_group)
+        + ". Its one verification call scores the whole tree at once, and in reduced precision "
+        "that batched call is not bit-identical to one-position steps, so near-ties can flip; "
+        "the bench therefore never calls it best (the best arm must be identical on every "
+        "prompt)."
+    )
+    if frac is not None:
+        text += (
+            f" In the {ident.get('dtype')} identity check ({ident.get('prompts')} prompts, "
+            f"{ident.get('max_new_tokens')} new tokens) {pct(frac, 0)} of its outputs are "
+            "identical"
+            + (
+                ", so the differences are rounding, not a wrong verifier."
+                if frac >= 1.0
+                else ": some differences remain at full precision, which rounding does not explain."
+            )
+        )
+    return text
+
+
+def targets_table(bench: dict[str, Any]) -> pd.DataFrame:
+    """The bench's own targets: value (with its interval where it has one), threshold, met."""
+    rows = []
+    for name, t in (bench.get("targets") or {}).items():
+        # the file keeps no direction: a target is "at most" when "at least" contradicts `met`
+        at_most = (float(t["value"]) >= float(t["threshold"])) != bool(t.get("met"))
+        rows.append(
+            {
+                "target": f"`{name}`",
+                "value": ci(t["ci"], 3) if isinstance(t.get("ci"), dict) else num(t["value"], 3),
+                "threshold": ("<= " if at_most else ">= ") + num(t.get("threshold"), 2),
+                "met": "met" if t.get("met") else "missed",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def provenance_markdown(bench: dict[str, Any]) -> str:
+    """Where the numbers come from: the file, the run's own header line, n per arm."""
+    return (
+        f"Every number on this page is read from `{BENCH_FILE}` (its last line, one JSON "
+        f"object), written by `python -m specdec_lib bench --target {bench.get('target')}`: "
+        f"{bench.get('n_prompts')} prompts per group, {bench.get('device')}, "
+        f"{bench.get('dtype')}. The run's own header: *{bench.get('_header', '')}*"
+    )
+
+
+def headline_markdown(bench: dict[str, Any]) -> str:
+    """Our best against HF's best at each context, with the paired ratio and its interval."""
+    out = []
+    for name, t in sorted((bench.get("targets") or {}).items()):
+        if name.startswith("best_vs_hf_best_c"):
+            out.append(
+                f"- context {name.rsplit('_c', 1)[-1]}: `{t.get('ours')}` "
+                f"{num(t.get('ours_speedup_over_baseline'), 2, 'x')} over our baseline, "
+                f"`{t.get('hf')}` {num(t.get('hf_speedup_over_baseline'), 2, 'x')}; ours over "
+                f"HF's, paired: {ci(t.get('ci'), 2, suffix='x')}"
+            )
+    return "\n".join(out)
+
+
+def arms_markdown(bench: dict[str, Any]) -> str:
+    """One table per setting (context and continuation length), ours and HF's arms together."""
+    out = []
+    for gname, g in bench.get("groups", {}).items():
+        t = arms_table(bench, gname).drop(columns="setting")
+        if (t["x HF greedy"] == "-").all():
+            t = t.drop(columns="x HF greedy")
+        out.append(
+            f"**{_group_label(gname, g)}**: n = {g.get('n_prompts')} prompts for every interval "
+            f"(HF: Hugging Face's `generate`)\n\n{md_table(t)}"
+        )
+    return "\n\n".join(out)
+
+
+def page_markdown(bench: dict[str, Any]) -> str:
+    """The chapter's generated content, in order (the page itself adds the headings)."""
+    return "\n\n".join(
+        [
+            provenance_markdown(bench),
+            headline_markdown(bench),
+            arms_markdown(bench),
+            ceiling_markdown(bench),
+            md_table(ceiling_table(bench)),
+            repetition_markdown(bench),
+            tree_identity_markdown(bench),
+            md_table(targets_table(bench)),
+        ]
+    )
+
+
+def bench_point(bench: dict[str, Any], group: str, arm: str, key: str) -> float:
+    """One arm's point estimate (value or median) of one key, for tests and prose."""
+    return central(bench["groups"][group]["arms"][arm][key])

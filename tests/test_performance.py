@@ -1,0 +1,85 @@
+"""The performance chapter reads every number from bench.txt: a changed copy of the file changes
+the page, the page's own prose types no number, and a file without the bench's JSON line is
+refused in one line. Reads the committed results/embedded/bench.txt; no model, no timing."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from specdec_lib.errors import SpecdecError
+from specdec_lib.reporting import performance as perf
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "results" / "embedded" / perf.BENCH_FILE
+PAGE = ROOT / "book" / "performance.md"
+
+
+def _planted(tmp_path: Path, change) -> Path:
+    """A copy of the committed bench.txt whose JSON line went through change(data)."""
+    lines = BENCH.read_text(encoding="utf-8").splitlines()
+    data = json.loads(lines[-1])
+    change(data)
+    out = tmp_path / perf.BENCH_FILE
+    out.write_text("\n".join([*lines[:-1], json.dumps(data)]) + "\n", encoding="utf-8")
+    return out
+
+
+def test_the_committed_bench_reads_with_every_group_and_the_ceiling():
+    b = perf.read_bench(BENCH)
+    assert set(b["groups"]) == {"long_c100", "long_c20", "short_c100", "short_c20"}
+    assert b["ceiling"]["by_k"] and b["_header"].startswith("`python -m specdec_lib bench")
+    page = perf.page_markdown(b)
+    best = b["groups"]["long_c100"]["arms"]["best"]["speedup"]
+    assert f"{best['value']:.2f}x [{best['ci_low']:.2f}, {best['ci_high']:.2f}], n=10" in page
+    assert "Hugging Face" in page and "hf_prompt_lookup_k8" in page
+
+
+def test_a_changed_bench_file_changes_the_page(tmp_path):
+    def change(d):
+        long = d["groups"]["long_c100"]["arms"]
+        long["best"]["speedup"] = {"value": 9.87, "ci_low": 9.5, "ci_high": 10.25, "n": 10}
+        long["tree"]["identical_to_baseline"] = 0.9
+        d["groups"]["long_c100"]["arms"]["baseline"]["repetition_4gram"]["median"] = 0.99
+        d["ceiling"]["by_k"]["4"]["ceiling"] = 7.77
+        d["identity"]["identical_fraction"]["tree"] = 0.5
+
+    before = perf.page_markdown(perf.read_bench(BENCH))
+    after = perf.page_markdown(perf.read_bench(_planted(tmp_path, change)))
+    assert "9.87x [9.50, 10.25], n=10" in after and "9.87x" not in before
+    assert "`long_c100`: 90% of 10 prompts" in after and "`long_c100`: 30%" in before
+    assert "repetition 0.99" in after and "7.77x" not in before
+    assert "| 4 | 7.77x |" in after and "ceiling is 7.77x at K = 4" in after
+    assert "which rounding does not explain" in after and "rounding does not" not in before
+
+
+def test_the_chapter_page_types_no_number_and_is_in_the_toc():
+    text = PAGE.read_text(encoding="utf-8")
+    prose = re.sub(r"```.*?```", "", text.split("---", 2)[2], flags=re.S)
+    # names, not measurements: the column "4-gram repetition" and the intervals' 95% level
+    prose = prose.replace("4-gram", "").replace("95%", "")
+    assert re.findall(r"\d", prose) == [], "numbers belong to bench.txt, not the page"
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    files = [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    assert "book/performance" in files
+
+
+def test_a_file_without_the_bench_line_is_refused_in_one_line(tmp_path):
+    bad = tmp_path / perf.BENCH_FILE
+    bad.write_text("# a table only\nbaseline 14.4\n", encoding="utf-8")
+    with pytest.raises(SpecdecError, match="has no bench JSON line") as e:
+        perf.read_bench(bad)
+    assert "\n" not in str(e.value)
+    with pytest.raises(SpecdecError, match="cannot read"):
+        perf.read_bench(tmp_path / "absent.txt")
+
+
+def test_target_direction_follows_the_file_not_a_list_of_names():
+    b = perf.read_bench(BENCH)
+    t = perf.targets_table(b).set_index("target")
+    assert t.loc["`prediction_agreement`", "threshold"].startswith("<=")
+    assert t.loc["`best_vs_hf_best_c100`", "threshold"].startswith(">=")

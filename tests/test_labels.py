@@ -61,3 +61,21 @@ def test_the_introduction_promises_an_explanation_of_divergences_only_where_ther
     assert "not always token-identical (3 of 6 in bfloat16 differed)" in clause
     assert "no margin" not in tables.identity_sentence(_embedded_with_identity(differ))
     assert "whether" in tables.identity_clause(_embedded_with_identity(None))
+
+
+def test_the_transformer_draft_beside_the_earlier_study_states_its_measured_cost():
+    """self:18:16384 was set beside the earlier study's 1B draft without saying it costs about
+    what the target does; the note reads c from every arm that ran that spec."""
+    from specdec_lib.reporting import tables
+    from specdec_lib.results.read import load_results
+
+    p = load_results("embedded", ROOT / "results")
+    cs = [
+        a["cost_ratio"]
+        for e in tables.COST_EXPERIMENTS
+        for name, a in p.get(e).arms.items()
+        if p.get(e).config["arms"].get(name) == "self:18:16384"
+    ]
+    note = tables.transformer_note(p)
+    assert "`self:18:16384`" in note and "about what the target's does" in note
+    assert f"{min(cs):.2f}-{max(cs):.2f} over the {len(cs)} arms" in note

@@ -50,6 +50,39 @@ def study_table(p: Profile) -> pd.DataFrame | None:
     return _study_table_single(p)
 
 
+COST_EXPERIMENTS = ("transformer_draft", "k_sweep", "peers")  # where a draft's c is measured
+
+
+def transformer_note(p: Profile) -> str | None:
+    """What our "transformer draft" is beside the earlier study's 1B one: its drafter spec and
+    its measured cost ratio c (draft time per token / target time per token) over every arm
+    that ran that spec, read from the result files. None without a transformer draft."""
+    res = p.get("transformer_draft")
+    arm = role_arm(res, "transformer")
+    if arm is None:
+        return None
+    spec = res.arms[arm].get("draft") or (res.config.get("arms") or {}).get(arm)
+    cs = [
+        as_float(a.get("cost_ratio"))
+        for e in COST_EXPERIMENTS
+        if p.get(e) is not None
+        for name, a in p.get(e).arms.items()
+        if (p.get(e).config.get("arms") or {}).get(name, a.get("draft")) == spec
+        and finite(a.get("cost_ratio"))
+    ]
+    text = f"Our transformer draft is `{spec}` (see the glossary's drafter spec)"
+    if cs:
+        text += (
+            f"; its measured cost ratio c is {num(min(cs), 2)}-{num(max(cs), 2)} over the "
+            f"{len(cs)} arms that ran it, so a call costs "
+            + ("about what the target's does" if min(cs) >= 0.5 else "a fraction of the target's")
+        )
+    return text + (
+        ". It is set beside the earlier study's rows for the method, not as a like-for-like "
+        "draft: the earlier study's draft was a separate 1B model beside a 4B target."
+    )
+
+
 def beside_published(p: Profile) -> pd.DataFrame | None:
     """study_table beside the published rows: each cell 'ours / reported' for the same strategy
     and context (reported '-' where the earlier study has no such row)."""

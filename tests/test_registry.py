@@ -23,6 +23,7 @@ from specdec_lib.drafters.bigram import BigramDrafter
 from specdec_lib.drafters.lookup import LookupDrafter
 from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.drafters.ngram import NgramDrafter
+from specdec_lib.drafters.perturbed import NoiseDrafter, QuantDrafter
 from specdec_lib.drafters.registry import (
     PRESETS,
     REGISTRY,
@@ -73,6 +74,8 @@ FORMS = [
     ("tree+shared:16:4", TreeDrafter, {}),
     ("tree+bigram", TreeDrafter, {}),
     ("best_short", LookupDrafter, {"k_fallback": 3}),
+    ("quant:4:16", QuantDrafter, {}),
+    ("noise:100:1", NoiseDrafter, {}),
 ]
 
 
@@ -211,6 +214,8 @@ BAD = [
     "lookup+shared:-1",
     "model:/no/such/dir",
     "model:a b",
+    "quant:9",
+    "noise:",
 ]
 
 
@@ -255,6 +260,9 @@ CHECKED_WITHOUT_TORCH = [
     "lookup+bigram:1",
     "model:org/name",
     "none",
+    "quant:4",
+    "quant:3:32",
+    "noise:300:1",
 ]
 
 

@@ -17,8 +17,10 @@ Specs (`valid_forms()`): `none` (autoregressive baseline), `bigram`, `ngram[:MAX
 (any causal LM sharing the target's tokenizer), `adaptive[:KSTART:KMAX]:SPEC`,
 `tree[:NODES[:BRANCH]]` / `tree+shared` / `tree+bigram` (tree verification, greedy only:
 `drafters.tree`); drafts that compute apart from the target: `exit:LAYERS` (early exit, full
-head), `int8` (an int8 copy of the target) and `distilled[:PATH]` (a few layers distilled from
-the target on the fit split: `drafters.distilled`).
+head), `int8` (an int8 copy of the target), `distilled[:PATH]` (a few layers distilled from
+the target on the fit split: `drafters.distilled`), and perturbed copies of the target
+(`drafters.perturbed`): `quant:BITS[:GROUP]` (round-to-nearest weights, fake-quant) and
+`noise:PERMILLE[:SEED]` (seeded weight noise).
 
 Presets name a configuration and may carry its K: `best` is the benchmark's best configuration
 for long generations, `best_short` for short ones. The CLI uses a preset's K when `--k` is not
@@ -200,6 +202,20 @@ def _distilled_args(rest: str) -> tuple[str | None]:
     return (rest,)
 
 
+def _quant_args(rest: str) -> tuple[int, int]:
+    """BITS in 2..8 and GROUP (0, the default: per output channel)."""
+    args = ints(rest, 2, least=1, minimum=0)
+    if not 2 <= args[0] <= 8:
+        raise ValueError(f"BITS must be in 2..8, got {args[0]}")
+    return args[0], (args[1] if len(args) > 1 else 0)
+
+
+def _noise_args(rest: str) -> tuple[int, int]:
+    """PERMILLE (noise std per mille of each row's rms) and SEED (0 by default)."""
+    args = ints(rest, 2, least=1, minimum=0)
+    return args[0], (args[1] if len(args) > 1 else 0)
+
+
 def _ngram_args(rest: str) -> tuple[int, bool]:
     size, plus, fallback = rest.partition("+")
     if plus and fallback != "bigram":
@@ -263,6 +279,8 @@ REGISTRY: dict[str, Entry] = {
             f"{_D}.lookup:build_shared",
         ),
         Entry("int8", ("int8",), no_args, f"{_D}.quantized:build"),
+        Entry("quant", ("quant:BITS[:GROUP]",), _quant_args, f"{_D}.perturbed:build_quant"),
+        Entry("noise", ("noise:PERMILLE[:SEED]",), _noise_args, f"{_D}.perturbed:build_noise"),
         Entry("shared", ("shared[:KEEP]",), _shared_args, f"{_D}.shared:build"),
         Entry("tree", ("tree[:NODES[:BRANCH]]",), _tree_args, f"{_D}.tree:build", greedy_only=True),
         Entry(

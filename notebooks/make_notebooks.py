@@ -3,7 +3,8 @@
     python notebooks/make_notebooks.py          # rewrite them all
     python notebooks/make_notebooks.py --check  # exit 1 if a notebook differs from this script
 
-Every notebook: a Colab badge, a Colab-only setup cell (clone, read HF_TOKEN and WANDB_API_KEY
+Every notebook: a Colab badge, a Colab-only setup cell (clone the commit
+the notebooks were generated from, read HF_TOKEN and WANDB_API_KEY
 from Colab's secrets without printing them, install what a run needs without replacing Colab's
 torch: `specdec_lib/environment/colab.py`), one cell tagged `parameters` with typed literals
 only (papermill; `profile = "auto"` is resolved by `study.setup`), a cell that derives the
@@ -15,6 +16,7 @@ The notebooks are committed without outputs.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -39,27 +41,66 @@ def repository() -> tuple[str, str]:
 
 REPO_URL, BRANCH = repository()
 
-COLAB_SETUP = f"""\
-# Colab only (elsewhere this cell does nothing): clone the repository, copy HF_TOKEN and
-# WANDB_API_KEY from Colab's secrets into the environment (never printed), then install what a
-# notebook needs to run, keeping Colab's own torch (specdec_lib/environment/colab.py). It says when
-# the runtime must be restarted. Results can go to Google Drive: mount it and set `results_dir`.
+
+def generated_from() -> str:
+    """The commit the notebooks are generated from (`git rev-parse HEAD`), which their Colab
+    clone checks out; the branch where there is no git. Generate after committing the code."""
+    import subprocess
+
+    done = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=HERE.parent, capture_output=True, text=True
+    )
+    sha = done.stdout.strip()
+    return sha if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", sha) else BRANCH
+
+
+# the recorded commit, in a cell's source or in the notebook's JSON (quotes escaped)
+COMMIT_RE = re.compile(r'SPECDEC_COMMIT = \\?"([\w./-]+)\\?"')
+
+
+def colab_setup(commit: str) -> str:
+    """The first cell: in Colab, clone the repository at `commit` (or update a clone to it),
+    then check HF_TOKEN and install what a run needs."""
+    return f"""\
+# Colab only (elsewhere this cell does nothing): clone the repository at the commit these
+# notebooks were generated from (or update an existing clone to it), copy HF_TOKEN and
+# WANDB_API_KEY from Colab's secrets into the environment (never printed), check that the hub
+# token is there for the gated Gemma weights, then install what a run needs, keeping Colab's own
+# torch (specdec_lib/environment/colab.py). It says when the runtime must be restarted.
 import os
 import subprocess
 import sys
 
+SPECDEC_COMMIT = "{commit}"
+
 if "google.colab" in sys.modules:
     home = os.environ.get("SPECDEC_HOME", "/content/specdec")
-    if not os.path.isdir(os.path.join(home, "specdec_lib")):
-        repo, branch = "{REPO_URL}", "{BRANCH}"
-        subprocess.run(["git", "clone", "--depth", "1", "-b", branch, repo, home], check=True)
+    repo = "{REPO_URL}"
+
+    def git(*args):
+        done = subprocess.run(["git", *args], capture_output=True, text=True)
+        if done.returncode:
+            why = ((done.stderr or "").strip().splitlines() or ["no message"])[-1]
+            raise SystemExit(
+                f"git {{args[0] if args[0] != '-C' else args[2]}} failed for {{repo}} at "
+                f"{{SPECDEC_COMMIT}}: {{why}} (is the `repository.url` setting in _config.yml "
+                "right, and the commit pushed? then run `make notebooks`)"
+            )
+
+    if not os.path.exists(os.path.join(home, ".git")):
+        git("clone", "--filter=blob:none", "--no-checkout", repo, home)
+    git("-C", home, "fetch", "--filter=blob:none", "origin", SPECDEC_COMMIT)
+    git("-C", home, "checkout", "--detach", "FETCH_HEAD")
     os.chdir(home)
     sys.path.insert(0, home)
     from specdec_lib.environment import colab
 
     colab.read_secrets()
-    colab.install(colab.target_of(colab.auto_profile()))
+    target = colab.target_of(colab.auto_profile())
+    colab.require_token(target)
+    colab.install(target)
 """
+
 
 PARAMETERS = """\
 profile: str = "auto"  # auto: colab-t4 on a Colab GPU, else embedded; or smoke | smoke-pair
@@ -107,7 +148,7 @@ def badge(name: str) -> str:
     )
 
 
-def build(notebook: catalog.Notebook) -> nbformat.NotebookNode:
+def build(notebook: catalog.Notebook, commit: str = "") -> nbformat.NotebookNode:
     """The notebook a declaration describes: its text, setup, parameters and one cell per
     experiment (the experiment's declared call, then its reading)."""
     name, title, text = notebook.name, notebook.title, notebook.text
@@ -122,7 +163,7 @@ def build(notebook: catalog.Notebook) -> nbformat.NotebookNode:
             "weights. Results already computed for the same config are reused "
             "unless `force` is set; every file is described in `results/SCHEMA.md`."
         ),
-        new_code_cell(COLAB_SETUP.rstrip("\n")),
+        new_code_cell(colab_setup(commit or generated_from()).rstrip("\n")),
         new_code_cell(PARAMETERS.rstrip("\n"), metadata={"tags": ["parameters"]}),
         new_code_cell(DERIVE.rstrip("\n")),
     ]
@@ -144,9 +185,13 @@ def build(notebook: catalog.Notebook) -> nbformat.NotebookNode:
 def main(argv: list[str]) -> int:
     check = "--check" in argv
     stale = []
+    commit = generated_from()
     for notebook in catalog.STUDY:
-        text = nbformat.writes(build(notebook)) + "\n"
         path = HERE / f"{notebook.name}.ipynb"
+        recorded = path.is_file() and COMMIT_RE.search(path.read_text(encoding="utf-8"))
+        # --check compares everything but the recorded commit, which moves with every commit
+        text = nbformat.writes(build(notebook, recorded.group(1) if check and recorded else commit))
+        text += "\n"
         if check:
             if not path.is_file() or path.read_text(encoding="utf-8") != text:
                 stale.append(path.name)

@@ -34,13 +34,16 @@ class Recorder:
     """subprocess.run stand-in: a clone links the checkout into place, pip is recorded with the
     environment it would see."""
 
-    def __init__(self):
+    def __init__(self, fail: str = ""):
         self.calls: list[tuple[list[str], dict[str, str]]] = []
+        self.fail = fail  # a git subcommand that fails, as with a wrong address
 
     def __call__(self, cmd, *args, env=None, **kwargs):
         import os
 
         self.calls.append((list(cmd), dict(env if env is not None else os.environ)))
+        if cmd[0] == "git" and self.fail in cmd[1:4]:
+            return subprocess.CompletedProcess(cmd, 128, "", "fatal: repository not found\n")
         if cmd[:2] == ["git", "clone"]:
             Path(cmd[-1]).symlink_to(ROOT, target_is_directory=True)
             return subprocess.CompletedProcess(cmd, 0, "", "")
@@ -85,6 +88,12 @@ def fake_colab(monkeypatch, tmp_path):
     return rec
 
 
+def recorded_commit(nb: Path) -> str:
+    match = re.search(r'^SPECDEC_COMMIT = "([^"]+)"$', first_cell(nb), flags=re.MULTILINE)
+    assert match, nb
+    return match.group(1)
+
+
 def run_cell(source: str) -> None:
     exec(compile(source, "<colab cell>", "exec"), {"__name__": "__main__"})
 
@@ -94,8 +103,11 @@ def run_cell(source: str) -> None:
 def test_first_cell_runs_under_colab(nb, gpu, fake_colab, monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: gpu)
     run_cell(first_cell(nb))
-    clone = [c for c, _ in fake_colab.calls if c[:2] == ["git", "clone"]]
-    assert len(clone) == 1 and clone[0][-1] == str(tmp_path / "specdec")
+    git = [c for c, _ in fake_colab.calls if c[0] == "git"]
+    assert git[0][:2] == ["git", "clone"] and git[0][-1] == str(tmp_path / "specdec")
+    # then the commit the notebook was generated from is fetched and checked out
+    assert git[1][-2:] == ["origin", recorded_commit(nb)] and "fetch" in git[1]
+    assert git[2][-3:] == ["checkout", "--detach", "FETCH_HEAD"] and len(git) == 3
     cmd, env = fake_colab.pip()
     args = cmd[cmd.index("install") + 1 :]
     names = {Requirement(a).name.lower() for a in args}  # every argument is one requirement
@@ -119,7 +131,10 @@ def test_first_cell_reuses_a_clone_and_keeps_set_secrets(fake_colab, monkeypatch
     monkeypatch.setenv("HF_TOKEN", "hf_AlreadySetInTheEnvironment0")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     run_cell(first_cell(NOTEBOOKS[0]))
-    assert not [c for c, _ in fake_colab.calls if c[0] == "git"]
+    git = [c for c, _ in fake_colab.calls if c[0] == "git"]
+    # no second clone: the existing one is updated to the notebook's commit
+    assert [c[3] for c in git] == ["fetch", "checkout"], git
+    assert git[0][-1] == recorded_commit(NOTEBOOKS[0])
     _, env = fake_colab.pip()
     assert env["HF_TOKEN"] == "hf_AlreadySetInTheEnvironment0"
 
@@ -212,3 +227,55 @@ def test_the_first_cell_finds_a_gpu_without_importing_torch(monkeypatch):
         monkeypatch.setattr(colab.os.path, "isdir", lambda p: False)
         assert colab.auto_profile() == profile
         assert "torch" not in sys.modules
+
+
+def test_notebooks_record_the_commit_they_were_generated_from(tmp_path, monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("mk", ROOT / "notebooks/make_notebooks.py")
+    mk = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mk)
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    assert mk.generated_from() == head
+    cell = mk.colab_setup("0123abcd" * 5)
+    assert f'SPECDEC_COMMIT = "{"0123abcd" * 5}"' in cell
+    assert mk.COMMIT_RE.search(cell).group(1) == "0123abcd" * 5
+    for nb in NOTEBOOKS:  # a full commit (or the branch where there was no git)
+        assert re.fullmatch(r"[0-9a-f]{40}|main", recorded_commit(nb)), nb
+
+
+@pytest.mark.parametrize("step", ["clone", "fetch", "checkout"])
+def test_a_failing_clone_says_so_in_one_line_naming_the_setting(step, monkeypatch, fake_colab):
+    monkeypatch.setattr(subprocess, "run", Recorder(fail=step))
+    with pytest.raises(SystemExit) as stop:
+        run_cell(first_cell(NOTEBOOKS[0]))
+    message = str(stop.value)
+    assert "\n" not in message and "repository.url" in message and step in message
+    assert "repository not found" in message
+
+
+def test_a_missing_hub_token_stops_before_pip_naming_the_licences(fake_colab, monkeypatch, capsys):
+    monkeypatch.setitem(SECRETS, "HF_TOKEN", "")  # no such secret in Colab
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # colab-t4: a hub target
+    with pytest.raises(SystemExit) as stop:
+        run_cell(first_cell(NOTEBOOKS[0]))
+    message = str(stop.value)
+    assert "HF_TOKEN" in message and "secrets" in message and "\n" not in message
+    assert all(name in message for name in colab.GATED)
+    assert not [c for c, _ in fake_colab.calls if "pip" in c]
+    colab.require_token("embedded")  # the embedded model needs no token
+
+
+def test_the_gated_licences_are_every_hub_model_of_the_colab_profile():
+    text = (ROOT / "profiles" / "colab-t4.yaml").read_text()
+    assert set(re.findall(r"google/gemma-[\w.-]+", text)) == set(colab.GATED)
+
+
+def test_the_books_mathjax_is_not_installed_for_a_run():
+    lines = colab.requirement_lines()
+    assert any(colab._name(line) == "django-static-mathjax" for line in lines)
+    for target in ("embedded", "google/gemma-3-4b-pt"):
+        names = {colab._name(r) for r in colab.runtime_requirements(target)}
+        assert "django-static-mathjax" not in names and "transformers" in names

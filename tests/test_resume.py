@@ -8,6 +8,7 @@ import pytest
 
 from specdec_lib import study
 from specdec_lib.generate import Generator
+from specdec_lib.runner.context_sweep import sweep_blocks
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -36,30 +37,29 @@ def test_a_killed_experiment_resumes_per_prompt(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "disabled")
     S = study.setup("smoke", results_dir=str(tmp_path), overrides={"n_prompts": 3})
     cfg = study.sweep_config(S, "context_sweep")
-    contexts, n = cfg["contexts"], cfg["n_prompts"]
+    blocks = len(sweep_blocks(cfg))  # one (prompt, context) each
     arms = len(cfg["arms"])
-    warm = cfg["warmup"] * arms
-    # kill during the first arm of the second prompt at the second context
-    calls = counting(monkeypatch, kill_at=warm + arms * (n + 1) + 1)
+    per_block = 2 * arms  # the block's warm-up, then its measured arms
+    # kill during the first measured arm of the fifth block
+    calls = counting(monkeypatch, kill_at=4 * per_block + arms + 1)
     with pytest.raises(Killed):
         study.run_context_sweep(S)
     partial = list((tmp_path / "smoke").glob(".context_sweep.partial-*.jsonl"))
-    assert len(partial) == 1 and len(partial[0].read_text().splitlines()) == n + 1
+    assert len(partial) == 1 and len(partial[0].read_text().splitlines()) == 4
     assert not (tmp_path / "smoke" / "context_sweep").exists()  # nothing half-published
-    finished = set(calls[warm : warm + arms * (n + 1)])
+    finished = set(calls[: 4 * per_block])
 
     monkeypatch.undo()
     monkeypatch.delenv("FORCE", raising=False)
     monkeypatch.setenv("WANDB_MODE", "disabled")
     calls = counting(monkeypatch)
     result = study.run_context_sweep(S)
-    # the rerun ran the remaining prompts only (no warm-up: it belongs to the first context,
-    # which was complete): none finished before ran again
-    remaining = len(contexts) * n - (n + 1)
-    assert len(calls) == arms * remaining
+    # the rerun ran the remaining blocks only, each after its own warm-up: none finished before
+    # ran again
+    assert len(calls) == per_block * (blocks - 4)
     assert not finished & set(calls)
-    assert len(result.rows) == len(contexts) * n * arms
-    assert result.env["resumed_prompts"] == n + 1
+    assert len(result.rows) == blocks * arms
+    assert result.env["resumed_prompts"] == 4
     assert not list((tmp_path / "smoke").glob(".context_sweep.partial-*"))
 
 

@@ -180,6 +180,7 @@ BY_NAME: dict[str, Check] = {
             "continuation_tokens",
             "n_samples",
             "anchor_min",
+            "warmup_tokens",
         )
     },
     **{key: _int(1, MAX_K) for key in ("k_start", "k_min", "k_max")},

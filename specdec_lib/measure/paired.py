@@ -19,6 +19,8 @@ from specdec_lib.core.cache import check_finite
 from specdec_lib.core.decode import Generation
 from specdec_lib.generate import Generator
 
+WARMUP_TOKENS = 8  # new tokens per arm in a warm-up: the prefill and a few draft-verify rounds
+
 
 @dataclass(frozen=True)
 class Method:
@@ -128,27 +130,35 @@ def run_paired(
     max_new_tokens: int,
     sampling: SamplingConfig = SamplingConfig(),
     warmup: int = 1,
+    warmup_tokens: int = WARMUP_TOKENS,
     progress: str | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
     done: dict[int, list[dict[str, Any]]] | None = None,
     on_prompt: Callable[[int, Sequence[int], list[dict[str, Any]]], None] | None = None,
+    indices: Sequence[int] | None = None,
 ) -> list[dict[str, Any]]:
     """Rows for every prompt x arm. arms[0] is the reference (baseline) for token identity.
 
-    `done` maps a prompt index to its rows from an earlier, interrupted run (a `Checkpoint`):
-    those prompts are not run again; `on_prompt(i, ids, rows)` gets each prompt's rows once all
-    arms ran it (to checkpoint them)."""
+    The warm-up runs every arm on the first `warmup` prompts for at most `warmup_tokens` new
+    tokens. `indices` are the prompts' indices (default their positions 0..n-1): a row's
+    `prompt`, the arms' rotation and the keys of `done` and `on_prompt` (a caller running one
+    prompt at a time passes its index). `done` maps a prompt index to its rows from an earlier,
+    interrupted run (a `Checkpoint`): those prompts are not run again; `on_prompt(i, ids, rows)`
+    gets each prompt's rows once all arms ran it (to checkpoint them)."""
     refs = [as_prompt_ref(p) for p in prompts]
+    index = list(range(len(refs))) if indices is None else [int(i) for i in indices]
+    if len(index) != len(refs):
+        raise ValueError(f"{len(index)} indices for {len(refs)} prompts")
     done = done or {}
-    if len(done) >= len(refs):
+    if all(i in done for i in index):
         warmup = 0  # nothing left to run
     for ref in refs[:warmup]:  # warm-up: caches, allocator, lazy init; not recorded
         for arm in arms:
-            arm.generator.generate_ids(
-                list(ref.ids), SpecConfig(arm.method.k, min(8, max_new_tokens)), sampling
-            )
+            spec = SpecConfig(arm.method.k, min(warmup_tokens, max_new_tokens))
+            arm.generator.generate_ids(list(ref.ids), spec, sampling)
     rows: list[dict[str, Any]] = []
-    for i, ref in enumerate(tqdm(refs, desc=progress or "prompts", disable=progress is None)):
+    bar = tqdm(refs, desc=progress or "prompts", disable=progress is None)
+    for i, ref in zip(index, bar, strict=True):
         if i in done:
             rows.extend(done[i])
             continue

@@ -149,9 +149,14 @@ class Checkpoint:
     def _ids_key(ids: Sequence[int]) -> str:
         return config_hash({"ids": [int(t) for t in ids]})
 
-    def done(self, segment: str, prompts: Sequence[Any]) -> dict[int, list[dict[str, Any]]]:
+    def done(
+        self, segment: str, prompts: Sequence[Any], indices: Sequence[int] | None = None
+    ) -> dict[int, list[dict[str, Any]]]:
+        """The finished prompts' rows by prompt index (`indices`: the prompts' indices, default
+        their positions)."""
         out = {}
-        for i, p in enumerate(prompts):
+        index = range(len(prompts)) if indices is None else indices
+        for i, p in zip(index, prompts, strict=True):
             hit = self._rows.get((segment, i))
             if hit is not None and hit[0] == self._ids_key(_prompt_ids(p)):
                 out[i] = [dict(r) for r in hit[1]]

@@ -1,15 +1,24 @@
 """04: the timed context sweep, with and without the KV cache: per context the arms paired with
 that context's own baseline, on the same documents and anchors at every context.
 
-Builds the config, arms and rows; the summary is `analysis.sweep`'s.
+The contexts are interleaved, not run in blocks: prompt by prompt, each prompt's contexts in a
+seeded random order (`context_order`), each (prompt, context) block after its own short warm-up
+of every arm on that block's prompt, with the arms paired and rotated as `paired` does. So a
+drift in the machine's speed during the run spreads over every context instead of landing on
+the contexts run last. Builds the config, arms and rows; the summary is `analysis.sweep`'s.
 """
 
 from __future__ import annotations
 
+import random
+from collections.abc import Sequence
 from typing import Any
+
+from tqdm.auto import tqdm
 
 from specdec_lib.analysis.sweep import sweep_summary
 from specdec_lib.errors import SpecdecError
+from specdec_lib.measure.paired import WARMUP_TOKENS
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.store import ExperimentResult
 from specdec_lib.runner.context import (
@@ -59,6 +68,8 @@ def sweep_config(S: Study, experiment: str) -> dict[str, Any]:
             str(c): (int(beyond) if beyond and c > 100 else n) for c in contexts
         },
         "max_new_tokens": int(e["max_new_tokens"]),
+        "order": "interleaved",  # not the blocks of earlier results: another config hash
+        "warmup_tokens": int(e.get("warmup_tokens", WARMUP_TOKENS)),
         "use_cache": experiment != "context_sweep_nocache",
         "reference_context": int(e.get("reference_context", 20)),
         "primary": str(e.get("primary") or next(iter(specs), "")),
@@ -90,24 +101,57 @@ def run_context_sweep_nocache(S: Study) -> ExperimentResult:
     return run_context_sweep(S, use_cache=False)
 
 
+def context_order(seed: int, prompt: int, contexts: Sequence[int]) -> list[int]:
+    """The order prompt `prompt` runs its contexts in: a shuffle by a `random.Random` seeded
+    from the config's seed and the prompt index (reproducible, different between prompts)."""
+    order = list(contexts)
+    random.Random(f"context order {seed} {prompt}").shuffle(order)
+    return order
+
+
+def sweep_blocks(cfg: dict[str, Any]) -> list[tuple[int, int, int]]:
+    """(prompt, context, order) of every measured block in run order: prompts in the outer loop,
+    each prompt's contexts (those with that many prompts) in `context_order`; `order` is the
+    context's 0-based position in its prompt's order."""
+    by_context = {c: int(cfg["n_prompts_by_context"][str(c)]) for c in cfg["contexts"]}
+    blocks = []
+    for i in range(max(by_context.values(), default=0)):
+        mine = [c for c in cfg["contexts"] if i < by_context[c]]
+        blocks += [(i, c, k) for k, c in enumerate(context_order(cfg["seed"], i, mine))]
+    return blocks
+
+
 def _sweep(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
+    """Every block of `sweep_blocks` after its warm-up (skipped with `warmup_tokens: 0`); a block
+    is checkpointed under its context's segment and its prompt index, so a resumed run skips the
+    finished blocks. The rows are returned by context, then prompt (their `order` column keeps
+    the run order)."""
     loaded = load_target(S)
     use_cache = cfg["use_cache"]
     specs = {k: v for k, v in cfg["arms"].items() if k != BASELINE}
     arms = build_arms(S, loaded, specs, cfg["k"], use_cache=use_cache)
-    rows: list[dict[str, Any]] = []
-    for c in cfg["contexts"]:
-        n = cfg["n_prompts_by_context"][str(c)]
-        prompts = prompts_for(S, loaded, n, c, anchor_min=cfg["anchor_min"])
-        rows += paired(
+    prompts = {
+        c: prompts_for(
+            S, loaded, cfg["n_prompts_by_context"][str(c)], c, anchor_min=cfg["anchor_min"]
+        )
+        for c in cfg["contexts"]
+    }
+    warm = 1 if cfg["warmup_tokens"] > 0 else 0
+    block_rows: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for i, c, k in tqdm(sweep_blocks(cfg), desc=f"{cfg['experiment']} blocks"):
+        block_rows[(c, i)] = paired(
             arms,
-            prompts,
+            [prompts[c][i]],
             max_new_tokens=cfg["max_new_tokens"],
-            warmup=cfg["warmup"] if c == cfg["contexts"][0] else 0,
+            warmup=warm,
+            warmup_tokens=cfg["warmup_tokens"],
             progress=f"{cfg['experiment']} context {c}",
             on_row=on_row,
-            extra_cols={"context": c},
+            extra_cols={"context": c, "order": k},
+            indices=[i],
+            bar=False,
         )
+    rows = [r for c in cfg["contexts"] for i in range(len(prompts[c])) for r in block_rows[(c, i)]]
     summary = sweep_summary(rows, cfg)
     summary["primary"] = cfg["primary"]
     summary["kinds"] = {

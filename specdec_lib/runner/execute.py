@@ -22,7 +22,7 @@ import torch
 
 from specdec_lib.config import SamplingConfig
 from specdec_lib.environment.tracking import Tracker, cpu_model, environment, git_commit
-from specdec_lib.measure.paired import Arm, run_paired
+from specdec_lib.measure.paired import WARMUP_TOKENS, Arm, run_paired
 from specdec_lib.models.device import resolve_device, resolve_dtype
 from specdec_lib.results.store import Checkpoint, ExperimentResult, load_result, publish
 from specdec_lib.runner.context import ROOT, Study, load_target, roles, thread_choice
@@ -194,16 +194,22 @@ def paired(
     *,
     max_new_tokens: int,
     warmup: int,
+    warmup_tokens: int = WARMUP_TOKENS,
     sampling: SamplingConfig | None = None,
     progress: str,
     on_row: Callable[[dict[str, Any]], None],
     extra_cols: dict[str, Any] | None = None,
     checkpoint: Checkpoint | None = None,
+    indices: Sequence[int] | None = None,
+    bar: bool = True,
 ) -> list[dict[str, Any]]:
     """run_paired with extra columns per row. With a checkpoint (results.store.Checkpoint; by
     default the one of `on_row` when it is the `Progress` that `execute` handed the computation)
     the prompts an interrupted run finished are taken from it and each new prompt is saved to it
-    (the segment is `progress`, unique per call within an experiment)."""
+    (the segment is `progress`; a checkpoint line is keyed by segment and prompt index, so a
+    (segment, index) pair names one prompt within an experiment). `indices` as in run_paired
+    (a caller running one prompt at a time passes its index); `bar=False` draws no progress bar
+    (the caller draws its own)."""
     if checkpoint is None and isinstance(on_row, Progress):
         checkpoint = on_row.checkpoint
 
@@ -213,16 +219,18 @@ def paired(
                 row[key] = value
         on_row(row)
 
-    done = checkpoint.done(progress, prompts) if checkpoint is not None else None
+    done = checkpoint.done(progress, prompts, indices) if checkpoint is not None else None
     return run_paired(
         arms,
         prompts,
         max_new_tokens=max_new_tokens,
         sampling=sampling or SamplingConfig(),
         warmup=warmup,
-        progress=progress,
+        warmup_tokens=warmup_tokens,
+        progress=progress if bar else None,
         on_row=hook,
         done=done,
+        indices=indices,
         on_prompt=(lambda i, ids, rows: checkpoint.add(progress, i, ids, rows))
         if checkpoint is not None
         else None,

@@ -252,6 +252,10 @@ def test_arm_names_and_profiles():
         assert agr["primary"] in agr["drafts"] and agr["test_range"] == [10, 100]
 
 
+BLOCK_RUN_SWEEPS = ("context_sweep", "context_sweep_nocache")
+INTERLEAVED_KEYS = ("order", "warmup_tokens")
+
+
 def test_embedded_configs_match_committed_results():
     """`make evaluate` reuses the committed results/embedded directories: every experiment's
     config, built from the embedded profile as a notebook builds it (no overrides, no model
@@ -270,6 +274,12 @@ def test_embedded_configs_match_committed_results():
         saved = json.loads((S.store.dir(experiment) / "config.json").read_text())
         cfg = load(declaration(experiment).config)(S)
         want = {k: v for k, v in saved.items() if k != "config_hash"}
+        if experiment in BLOCK_RUN_SWEEPS and "order" not in want:
+            # measured before the sweep was interleaved: the same config but for the new keys,
+            # and never reused as an interleaved result (remove once re-measured)
+            assert {k: v for k, v in cfg.items() if k not in INTERLEAVED_KEYS} == want, experiment
+            assert not S.store.done(experiment, cfg, study=True), experiment
+            continue
         assert json.loads(json.dumps(cfg)) == want, experiment
         assert config_hash(cfg) == saved["config_hash"], experiment
         assert S.store.done(experiment, cfg, study=True), experiment

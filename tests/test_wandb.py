@@ -124,3 +124,58 @@ def test_reader_rejects_other_files(tmp_path: Path):
     f.write_bytes(b"not a log at all")
     with pytest.raises(ValueError, match="not a W&B transaction log"):
         records(f)
+
+
+class _StuckRun:
+    """A W&B run whose finish blocks (a flaky network) or raises."""
+
+    def __init__(self, raises: bool = False):
+        import threading
+
+        self.release = threading.Event()
+        self.raises = raises
+        self.dir = "/results/p/wandb/run-1/files"
+
+    def finish(self) -> None:
+        if self.raises:
+            raise ConnectionError("no network")
+        self.release.wait(30)
+
+
+def test_finish_is_bounded_in_time_and_says_where_the_run_is(monkeypatch, capsys):
+    import time
+
+    monkeypatch.setenv("WANDB_FINISH_TIMEOUT", "0.2")
+    t = Tracker.__new__(Tracker)
+    t.run = stuck = _StuckRun()
+    start = time.monotonic()
+    t.finish()
+    assert time.monotonic() - start < 5 and t.run is None
+    err = capsys.readouterr().err
+    assert "did not finish within 0.2 s" in err and stuck.dir in err and "wandb sync" in err
+    stuck.release.set()
+    t.finish()  # a second call does nothing
+
+
+def test_a_failing_finish_is_said_not_raised(monkeypatch, capsys):
+    t = Tracker.__new__(Tracker)
+    t.run = _StuckRun(raises=True)
+    t.finish()
+    assert "finishing the run failed (ConnectionError)" in capsys.readouterr().err
+
+
+def test_offline_runs_are_kept_beside_the_results_by_default(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from specdec_lib.runner import execute
+
+    seen = {}
+    monkeypatch.setattr(execute, "Tracker", lambda *a, **k: seen.update(k))
+    S = SimpleNamespace(name="p", store=SimpleNamespace(dir=lambda e: tmp_path / "res" / "p" / e))
+    config = {"dtype": "float32", "device": "cpu"}
+    monkeypatch.delenv("WANDB_DIR", raising=False)
+    execute.tracker_for(S, "exp", config)
+    assert seen["dir"] == tmp_path / "res" / "p"
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "elsewhere"))
+    execute.tracker_for(S, "exp", config)
+    assert seen["dir"] == tmp_path / "elsewhere"

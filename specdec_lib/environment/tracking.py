@@ -3,7 +3,8 @@
 W&B runs offline unless WANDB_API_KEY is set (and WANDB_MODE is not "offline"), and not at all
 with WANDB_MODE=disabled or when wandb is not installed. An online start is bounded
 (`INIT_TIMEOUT_S`, or $WANDB_INIT_TIMEOUT): when the server does not answer in time (no network)
-the run falls back to offline, said once, and the process's later runs start offline. Config
+the run falls back to offline, said once, and the process's later runs start offline. Closing a
+run is bounded too (`FINISH_TIMEOUT_S`, or $WANDB_FINISH_TIMEOUT). Config
 values are scrubbed of anything that looks like a token (`secrets.scrub`) before they reach W&B
 or a file. Knows nothing about decoding.
 
@@ -21,6 +22,7 @@ import platform
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +119,7 @@ def precision_facts(device: str | None) -> dict[str, Any]:
 
 
 INIT_TIMEOUT_S = 15  # an online start that takes longer falls back to offline (WANDB_INIT_TIMEOUT)
+FINISH_TIMEOUT_S = 60  # a finish (the upload) waited for at most this long (WANDB_FINISH_TIMEOUT)
 _WENT_OFFLINE = False  # set once the server did not answer: later runs of this process go offline
 
 
@@ -248,7 +251,31 @@ class Tracker:
                 self.run.summary[k] = v
 
     def finish(self) -> None:
-        """Close the run, if one is open; later calls do nothing."""
-        if self.run is not None:
-            self.run.finish()
-            self.run = None
+        """Close the run, if one is open, waiting at most `FINISH_TIMEOUT_S` (or
+        $WANDB_FINISH_TIMEOUT) for it: on a flaky network the upload goes on in the background
+        (or `wandb sync` does it later) and the experiment moves on, said in one line. An error
+        while closing is said, never raised. Later calls do nothing."""
+        if self.run is None:
+            return
+        run, self.run = self.run, None
+        timeout = float(os.environ.get("WANDB_FINISH_TIMEOUT") or FINISH_TIMEOUT_S)
+        failed: list[BaseException] = []
+
+        def close() -> None:
+            try:
+                run.finish()
+            except Exception as e:  # noqa: BLE001 - tracking must never stop a run
+                failed.append(e)
+
+        closer = threading.Thread(target=close, name="wandb-finish", daemon=True)
+        closer.start()
+        closer.join(timeout)
+        where = getattr(run, "dir", None) or "the W&B folder"
+        if closer.is_alive():
+            print(
+                f"W&B: the run did not finish within {timeout:g} s; moving on (its files are in "
+                f"{where}; `wandb sync` uploads them later)",
+                file=sys.stderr,
+            )
+        elif failed:
+            print(f"W&B: finishing the run failed ({type(failed[0]).__name__})", file=sys.stderr)

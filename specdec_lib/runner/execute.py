@@ -98,8 +98,10 @@ def reuse_note(S: Study, env: dict[str, Any]) -> str | None:
 
 
 def tracker_for(S: Study, experiment: str, config: dict[str, Any]) -> Tracker:
-    """The W&B run of one experiment ($WANDB_DIR, else the repository), in the batch's group."""
-    wandb_dir = Path(os.environ["WANDB_DIR"]) if os.environ.get("WANDB_DIR") else ROOT
+    """The W&B run of one experiment, in the batch's group. Its files go to $WANDB_DIR, else
+    beside the results (`<results_dir>/<profile>/wandb/`, ignored by git), so that offline runs
+    survive wherever the results do (a mounted Drive folder in Colab)."""
+    wandb_dir = Path(os.environ["WANDB_DIR"]) if os.environ.get("WANDB_DIR") else S.store.dir("")
     return Tracker(
         WANDB_PROJECT,
         f"{S.name}/{experiment}",

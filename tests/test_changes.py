@@ -134,7 +134,7 @@ def test_growth_per_run_ignores_token_counts():
 def test_growth_of_an_absent_arm_is_nan():
     """Catches: an arm with no rows giving a number (0 or 1) instead of NaN."""
     g = growth(GROWTH_ROWS, "self", 10, 50)
-    assert math.isnan(g["value"]) and g["n_prompts"] == 0
+    assert math.isnan(g["value"]) and g["n_prompts"] == 0 and g["n"] == 0
 
 
 # -------------------------------------------------------------------------- acceptance_change
@@ -162,6 +162,50 @@ def test_acceptance_change_is_pooled_acceptance_at_c1_minus_at_c0():
     assert ch["at_c0"] == pytest.approx(0.5) and ch["at_c1"] == pytest.approx(0.25)
     assert ch["n_prompts"] == 2
     assert ch["ci_low"] <= ch["value"] <= ch["ci_high"]
+
+
+def test_acceptance_change_without_proposals_is_nan_on_zero_prompts():
+    """Catches: a NaN result that claims prompts (n_prompts 1 instead of 0) when the rows carry
+    no proposals (a timing-only table) or the arm is absent."""
+    for rows, arm in ((ACCEPT_ROWS.drop(columns=["proposed"]), "ngram"), (ACCEPT_ROWS, "self")):
+        ch = acceptance_change(rows, arm, 10, 100)
+        assert math.isnan(ch["value"]) and ch["n_prompts"] == 0
+
+
+def test_per_prompt_acceptance_is_accepted_over_proposed_and_nan_without_proposals():
+    """prompt 0: 1 / 4 = 0.25 at 10, 0 / 0 -> NaN at 100; prompt 1: 1 / 1 = 1.0 at 10 (one
+    proposal is enough); the baseline's rows are not the arm's.
+    Catches: the ratio inverted or multiplied, "proposed > 1" for "> 0", the method filter
+    dropped or negated."""
+    rows = accepts(
+        [
+            ("ngram", 0, 10, 1, 4),
+            ("ngram", 0, 100, 0, 0),
+            ("ngram", 1, 10, 1, 1),
+            (BASELINE, 0, 10, 0, 0),
+        ]
+    )
+    got = changes.per_prompt_acceptance(rows, "ngram").set_index(["prompt", "context"])
+    assert sorted(got.index) == [(0, 10), (0, 100), (1, 10)]
+    assert got.loc[(0, 10), "acceptance"] == pytest.approx(0.25)
+    assert math.isnan(got.loc[(0, 100), "acceptance"])
+    assert got.loc[(1, 10), "acceptance"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("contexts", "published", "own"),
+    [
+        ([10, 50, 100], (10, 100), (10, 100)),
+        ([10, 100, 200], (10, 100), (10, 100)),  # both ends measured: 10 -> 100, not 10 -> 200
+        ([20, 50, 200], None, (20, 200)),  # without them: None, or the sweep's own extremes
+        ([10, 50], None, (10, 50)),
+    ],
+)
+def test_the_tested_range_is_10_to_100_when_measured(contexts, published, own):
+    """Catches: the earlier study's 10 and 100 moved (10 -> 11, 100 -> 101), the sweep's own
+    extremes not its first and last contexts (cs[1] or cs[-2])."""
+    assert changes.test_range(contexts) == published
+    assert changes.range_for_test(contexts) == own
 
 
 # ------------------------------------------------------------------------- prompt_swap_change
@@ -192,6 +236,21 @@ def test_prompt_swap_change_uses_disjoint_halves_per_context():
     draws = sw["draws"]
     assert len(draws) == changes.SPLITS
     assert all(min(abs(d - v) for v in SWAP_VALUES) < 1e-9 for d in draws)
+
+
+def test_prompt_swap_change_halves_leave_the_odd_prompt_out():
+    """Five prompts: halves of 2 (n // 2), one prompt unused per split. Acceptance is 0.5 for
+    every prompt at both contexts except prompt 4 at 100 (1.0). Context 100's half holds prompt 4
+    or not: its mean is (0.5 + 1.0) / 2 = 0.75 or 0.5, so every change is +0.25 or 0.
+    Catches: a context-100 half that takes the rest (3 prompts: (0.5 + 0.5 + 1.0) / 3 - 0.5 =
+    +0.167)."""
+    rows = accepts(
+        [("ngram", i, 10, 5, 10) for i in range(5)]
+        + [("ngram", i, 100, 10 if i == 4 else 5, 10) for i in range(5)]
+    )
+    sw = prompt_swap_change(rows, "ngram", 10, 100)
+    assert sw["n_half"] == 2
+    assert {round(float(d), 9) for d in sw["draws"]} == {0.0, 0.25}
 
 
 def test_prompt_swap_change_needs_four_prompts():

@@ -3,6 +3,7 @@ its inequalities restated): an interval touching the threshold contains it, so i
 inconclusive; one just past it (the next float) is decided; a point interval is decided unless it
 sits on the threshold; NaN anywhere and a reversed interval are inconclusive. Both sides, at a
 positive and a negative threshold. Uses `classify` directly: no rule's threshold is pinned here.
+Also `Interval.of`'s count and H1's printed rule text (mutants tests/mutation.py found alive).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import math
 
 import pytest
 
+from specdec_lib.analysis import rules
 from specdec_lib.analysis.rules import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Interval, classify
 
 NAN, INF = math.nan, math.inf
@@ -77,3 +79,28 @@ def test_the_table_reaches_every_label_on_both_sides():
                 INCONCLUSIVE,
             }
         )
+
+
+@pytest.mark.parametrize(
+    ("d", "n"),
+    [
+        ({"value": 1.0, "ci_low": 0.5, "ci_high": 2.0}, 0),  # no count: 0, not 1
+        ({"value": 1.0, "ci_low": 0.5, "ci_high": 2.0, "n": None}, 0),
+        ({"value": 1.0, "ci_low": 0.5, "ci_high": 2.0, "n_prompts": 7}, 7),
+        ({"median": 1.0, "ci_low": 0.5, "ci_high": 2.0, "n_documents": 3}, 3),
+    ],
+)
+def test_interval_of_reads_its_count_or_zero(d, n):
+    """Catches: a missing or None count read as 1 (an interval claiming a unit it lacks), the
+    n_prompts / n_documents keys ignored."""
+    assert Interval.of(d).n == n
+    assert Interval(1.0, 0.5, 2.0).n == 0
+
+
+def test_the_h1_rule_text_prints_its_threshold_and_margin():
+    """The text the book prints before the numbers states H1's threshold and the margin it
+    means (threshold 1.10 -> "10%"), both derived here from the constant, not restated.
+    Catches: the margin computed as 100 / (t - 1), 100 * (t + 1) or 100 * (t - 2)."""
+    t = rules.H1_EXTRA_GROWTH
+    assert f"{t:.2f}" in rules.RULES["H1"]
+    assert f"{round(100 * (t - 1))}%" in rules.RULES["H1"]

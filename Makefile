@@ -7,6 +7,8 @@
 #   make evaluate [PROFILE=embedded] [RESULTS_DIR=results] [FORCE=0|1] [BOOK=1|0]
 #   make book [PROFILE=...]          the Jupyter Book from the result files (runs no experiment)
 #   make test | make lint | make notebooks (regenerate notebooks/*.ipynb)
+#   make mutation                    tests/mutation.py over the core and the verdicts' modules:
+#                                    the score and every surviving mutant (slow: minutes per module)
 #   make gpu-check                   smoke-pair on CUDA: token identity, timing sync, memory;
 #                                    report in $(RESULTS_DIR)/gpu-check/report.json (skips
 #                                    with one line where no CUDA device is visible)
@@ -37,7 +39,8 @@ export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH),)
 NOTEBOOKS := $(shell PYTHONPATH=$(CURDIR) $(PYTHON) -m specdec_lib.results.catalog)
 OUT_NB := $(RESULTS_DIR)/$(PROFILE)/notebooks
 
-.PHONY: setup download evaluate _evaluate-locked book test lint notebooks clean-smoke gpu-check
+.PHONY: setup download evaluate _evaluate-locked book test lint notebooks clean-smoke gpu-check \
+  mutation
 
 setup: $(STAMP)
 
@@ -80,6 +83,22 @@ book: setup
 
 test: setup
 	$(PY) -m pytest -q
+
+# Each module against the fast tests that cover it (not the statistical or real-model ones);
+# --noconftest where the tests need no fixture (no torch import: seconds a mutant, not tens).
+MUTATE := $(PY) tests/mutation.py
+MUTATION_STATS_TESTS ?= tests/test_metrics.py tests/test_labels.py tests/test_changes.py \
+  -x -q --noconftest
+MUTATION_VERIFY_TESTS ?= tests/test_verify.py -x -q -m "not slow"
+MUTATION_DECODE_TESTS ?= tests/test_decode.py -x -q -m "not slow" \
+  -k "not rollback_across_sliding_window and not float32 and not vocab and not self_"
+mutation: setup
+	$(MUTATE) specdec_lib/analysis/rules.py -- tests/test_rules.py tests/test_classify.py \
+	  -x -q --noconftest
+	$(MUTATE) specdec_lib/analysis/changes.py -- tests/test_changes.py -x -q --noconftest
+	$(MUTATE) specdec_lib/analysis/stats.py -- $(MUTATION_STATS_TESTS)
+	$(MUTATE) specdec_lib/core/verify.py -- $(MUTATION_VERIFY_TESTS)
+	$(MUTATE) specdec_lib/core/decode.py -- $(MUTATION_DECODE_TESTS)
 
 lint: setup
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

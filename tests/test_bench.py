@@ -423,6 +423,32 @@ def test_thread_choice_alternates_and_keeps_each_counts_fastest(monkeypatch):
     assert seen[:6] == [1, 2, 1, 2, 1, 2]  # in alternation, not one count then the other
 
 
+def test_thread_probe_keeps_the_fastest_step_of_each_count(monkeypatch):
+    """A scripted clock: rounds = 3, counts (1, 2), 2 steps each, in probing order
+        round 1: 1 -> 0.5, 0.3    2 -> 0.2, 0.4
+        round 2: 1 -> 0.1, 0.6    2 -> 0.9, 0.25
+        round 3: 1 -> 0.7, 0.8    2 -> 0.15, 0.3
+    The fastest step is 0.1 s with 1 thread (round 2) and 0.15 s with 2 (round 3).
+    Catches: the last step kept (0.8, 0.3), the first (0.5, 0.2), the slowest (0.8, 0.9), the
+    mean (0.5, 0.375), or the counts' timings swapped."""
+    from types import SimpleNamespace
+
+    from specdec_lib.environment import runtime
+
+    steps = [0.5, 0.3, 0.2, 0.4, 0.1, 0.6, 0.9, 0.25, 0.7, 0.8, 0.15, 0.3]
+    ticks: list[float] = []
+    now = 0.0
+    for d in steps:  # perf_counter is read before and after each step
+        ticks += [now, now + d]
+        now += d + 1.0
+    clock = iter(ticks)
+    monkeypatch.setattr(runtime, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
+    model = tiny_gemma(1, 2, vocab=BYTE_VOCAB, dtype=torch.float32, window=16)
+    step_s = runtime.probe_threads(model, (1, 2), rounds=3, steps=2)
+    assert step_s == {1: pytest.approx(0.1), 2: pytest.approx(0.15)}
+    assert next(clock, None) is None  # every step was timed, nothing else
+
+
 def test_specdec_threads_overrides_the_timing(monkeypatch):
     from specdec_lib.environment import runtime
 

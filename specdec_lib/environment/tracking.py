@@ -71,6 +71,21 @@ def environment(device: str | None = None, dtype: str | None = None) -> dict[str
     return env
 
 
+def memory_peaks(device: str | None) -> dict[str, float | None]:
+    """This process's peaks so far, in MiB: host resident memory (`getrusage`; the model load
+    dominates it) and, on CUDA, the GPU memory torch allocated; `None` where not measurable."""
+    import resource
+
+    import torch
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    rss_mib = rss / 2**20 if sys.platform == "darwin" else rss / 2**10
+    gpu = None
+    if device and device.startswith("cuda") and torch.cuda.is_available():
+        gpu = round(torch.cuda.max_memory_allocated(torch.device(device)) / 2**20, 1)
+    return {"peak_host_rss_mib": round(rss_mib, 1), "peak_gpu_mib": gpu}
+
+
 def _version(package: str) -> str | None:
     from importlib.metadata import PackageNotFoundError, version
 

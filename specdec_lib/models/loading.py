@@ -7,9 +7,11 @@ Knows nothing about decoding, prompts or data sets.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import torch
 from huggingface_hub import errors as hub_errors
@@ -36,7 +38,7 @@ def load_model(name: str, *, dtype: str = "auto", device: str = "auto") -> Loade
     try:
         family = _model_type(source, local, token)
         torch_dtype = resolve_dtype(dtype, torch_device, family)
-        model = _load_weights(source, torch_dtype, local, token)
+        model = _load_weights(source, torch_dtype, local, token, placement(torch_device))
         tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local, token=token)
     except (OSError, ValueError, hub_errors.HfHubHTTPError) as exc:
         raise SpecdecError(_load_error_message(name, exc, token)) from None
@@ -88,11 +90,25 @@ def _model_type(source: str, local: bool, token: str | None) -> str | None:
     return getattr(config, "model_type", None)
 
 
+def placement(device: torch.device) -> dict[str, Any]:
+    """Where from_pretrained puts the weights as it reads them: straight onto a CUDA device
+    (`device_map`, which needs accelerate), so that host memory holds no full copy of the model
+    on the way (a 4B in bfloat16 is about 8 GB: most of a free Colab's RAM); on the CPU, or
+    without accelerate, the default (then `.to(device)` moves them)."""
+    if device.type != "cuda" or importlib.util.find_spec("accelerate") is None:
+        return {}
+    return {"device_map": {"": str(device)}}
+
+
 def _load_weights(
-    source: str, dtype: torch.dtype, local: bool, token: str | None
+    source: str,
+    dtype: torch.dtype,
+    local: bool,
+    token: str | None,
+    where: dict[str, Any] | None = None,
 ) -> PreTrainedModel:
     """from_pretrained with sdpa attention, falling back to eager where a model lacks sdpa."""
-    kwargs = {"dtype": dtype, "local_files_only": local, "token": token}
+    kwargs = {"dtype": dtype, "local_files_only": local, "token": token, **(where or {})}
     try:
         return AutoModelForCausalLM.from_pretrained(source, attn_implementation="sdpa", **kwargs)
     except ValueError as exc:

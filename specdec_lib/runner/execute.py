@@ -21,7 +21,13 @@ from typing import Any
 import torch
 
 from specdec_lib.config import SamplingConfig
-from specdec_lib.environment.tracking import Tracker, cpu_model, environment, git_commit
+from specdec_lib.environment.tracking import (
+    Tracker,
+    cpu_model,
+    environment,
+    git_commit,
+    memory_peaks,
+)
 from specdec_lib.measure.paired import WARMUP_TOKENS, Arm, run_paired
 from specdec_lib.models.device import resolve_device, resolve_dtype
 from specdec_lib.results.store import Checkpoint, ExperimentResult, load_result, publish
@@ -117,7 +123,8 @@ def run_environment(
     S: Study, config: dict[str, Any], wall: float, checkpoint: Checkpoint
 ) -> dict[str, Any]:
     """env.json: the machine and packages, the target's actual device and dtype, the thread
-    choice, this process's wall time and how many prompts an interrupted run had measured."""
+    choice, this process's wall time, how many prompts an interrupted run had measured, and the
+    process's memory peaks (host and GPU)."""
     loaded = load_target(S)
     env = environment(
         device=str(next(loaded.model.parameters()).device),
@@ -127,6 +134,7 @@ def run_environment(
     env["threads"] = thread_choice(S)
     env["wall_s_experiment"] = wall  # this process's share when prompts were resumed
     env["resumed_prompts"] = checkpoint.resumed  # rows measured by an interrupted run
+    env.update(memory_peaks(env["device"]))
     return env
 
 

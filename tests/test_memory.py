@@ -54,3 +54,28 @@ def test_env_json_records_the_memory_peaks(monkeypatch):
         SimpleNamespace(), {"dtype": "auto"}, 1.0, SimpleNamespace(resumed=0)
     )
     assert env["peak_host_rss_mib"] > 20 and env["peak_gpu_mib"] is None
+
+
+def test_a_multimodal_gemma3_loads_as_its_text_model_with_the_same_logits(tmp_path, capfd, caplog):
+    """Gemma 3 4B's layout (a Gemma3ForConditionalGeneration with a vision tower): only the text
+    model is loaded, no vision weight is in memory, and the logits are the full model's."""
+    from transformers import Gemma3ForCausalLM
+
+    from specdec_lib.runner.tiny import tiny_random_model
+
+    full = tiny_random_model("float32", vocab=64, hidden=32, layers=2, conditional=True)
+    full.model.save_pretrained(tmp_path)
+    full.tokenizer.save_pretrained(tmp_path)
+    capfd.readouterr()
+    lm = loading.load_model(str(tmp_path), dtype="float32", device="cpu")
+    said = capfd.readouterr()
+    # no line per vision weight, printed or logged
+    assert "UNEXPECTED" not in said.out + said.err + caplog.text
+    assert isinstance(lm.model, Gemma3ForCausalLM)
+    assert not [n for n, _ in lm.model.named_parameters() if "vision" in n or "multi_modal" in n]
+    assert lm.vocab_size == full.vocab_size
+    ids = torch.tensor([[2, 5, 6, 7, 9, 11]])
+    with torch.no_grad():
+        want = full.model(input_ids=ids).logits
+        got = lm.model(input_ids=ids).logits
+    torch.testing.assert_close(got, want)

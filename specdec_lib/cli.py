@@ -92,6 +92,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     b.add_argument("--max-new-tokens", type=int, default=None)
     b.add_argument("--quick", action="store_true", help="a smaller run (smoke test)")
+
+    c = sub.add_parser("claims", help="every number the book states, with how to recompute it")
+    c.add_argument("--profile", default=None, help="the results' profile (default: the book's)")
+    c.add_argument("--json", action="store_true", help="a JSON list instead of Markdown tables")
+
+    r = sub.add_parser("reproduce", help="re-run the first prompts of each committed experiment")
+    r.add_argument("--profile", default="embedded")
+    r.add_argument("--prompts", type=int, default=1, help="prompts per experiment (from the first)")
+    r.add_argument("--experiment", action="append", default=[], help="only this one (repeatable)")
+    r.add_argument("--no-record", action="store_true", help="do not write reproduce.json")
     return parser
 
 
@@ -235,14 +245,47 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_claims(args: argparse.Namespace) -> int:
+    """`claims`: every claim of the book's results with its value, interval, n and source."""
+    from specdec_lib.reporting.claims import claims, claims_json, claims_markdown
+    from specdec_lib.results.read import load_results
+
+    p = load_results(args.profile)
+    if p.empty:
+        raise SpecdecError(f"no results for profile {p.name!r} under {p.root}")
+    cs = claims(p)
+    print(json.dumps(claims_json(cs), indent=1) if args.json else claims_markdown(cs))
+    return 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    """`reproduce`: today's code on the first prompts of each committed experiment; 1 when any
+    deterministic column differs."""
+    from specdec_lib.results.reproduce import FAILED, outcome_line
+
+    if args.prompts < 1:
+        raise SpecdecError(f"--prompts must be at least 1, got {args.prompts}")
+    from specdec_lib.runner.reproduce import reproduce
+
+    _quiet_loading()
+    checks = reproduce(args.profile, args.prompts, args.experiment, write=not args.no_record)
+    if not checks:
+        raise SpecdecError(f"no committed result of profile {args.profile!r} to reproduce")
+    for e, c in checks.items():
+        print(outcome_line(e, c))
+    return 1 if any(c.outcome == FAILED for c in checks.values()) else 0
+
+
+COMMANDS = {"generate": cmd_generate, "bench": cmd_bench}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run one command; 2 on a SpecdecError, 130 on an interrupt."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
         args = build_parser().parse_args(argv)
-        if args.command == "generate":
-            return cmd_generate(args)
-        return cmd_bench(args)
+        commands = {**COMMANDS, "claims": cmd_claims, "reproduce": cmd_reproduce}
+        return commands[args.command](args)
     except SpecdecError as e:
         print(f"specdec: error: {e}", file=sys.stderr)
         return 2

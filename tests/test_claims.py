@@ -1,0 +1,111 @@
+"""`python -m specdec_lib claims`: every number the book states from the committed results, each
+recomputed from the files by its own expression, covering the introduction's key numbers and
+every verdict's Q, and following a change planted in a result file."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import pytest
+
+from specdec_lib.cli import main
+from specdec_lib.reporting.claims import CLAIMS, Claim, claims, recompute
+from specdec_lib.reporting.format import central
+from specdec_lib.reporting.verdicts import key_numbers, verdicts
+from specdec_lib.results.read import load_results, results_root
+
+PROFILE = "embedded"
+
+
+@pytest.fixture(scope="module")
+def committed():
+    p = load_results(PROFILE)
+    if p.empty:
+        pytest.skip("no committed embedded results")
+    return p
+
+
+@pytest.fixture(scope="module")
+def committed_claims(committed) -> list[Claim]:
+    return claims(committed)
+
+
+def test_every_claim_recomputes_from_the_files_by_its_expression(committed, committed_claims):
+    assert len(committed_claims) > 50
+    for c in committed_claims:
+        assert math.isclose(recompute(c, committed), c.value, rel_tol=0, abs_tol=0), c.name
+
+
+def test_every_group_of_the_registry_states_claims(committed_claims):
+    assert {c.group for c in committed_claims} == set(CLAIMS)
+
+
+def test_claim_names_are_unique(committed_claims):
+    names = [c.name for c in committed_claims]
+    assert len(names) == len(set(names))
+
+
+def test_every_key_number_of_the_introduction_is_a_claim(committed, committed_claims):
+    by_name = {c.name: c for c in committed_claims}
+    for row in key_numbers(committed).to_dict("records"):
+        what = row["figure"]
+        match = next((c for n, c in by_name.items() if n == what or what.endswith(n[4:])), None)
+        if what.startswith(("H1", "H2", "H4")):
+            match = by_name[next(n for n in by_name if n.startswith(what[:2] + ": Q"))]
+        assert match is not None, what
+        assert match.n is None or str(match.n) == str(row["n"]), what
+
+
+def test_every_verdicts_q_is_a_claim_with_its_interval_and_n(committed, committed_claims):
+    qs = {c.name.split(":")[0]: c for c in committed_claims if c.group == "verdicts"}
+    for v in verdicts(committed):
+        if not v.quantity:
+            continue
+        c = qs[v.key]
+        assert c.value == central(v.quantity)
+        assert c.ci_low == v.quantity["ci_low"] and c.ci_high == v.quantity["ci_high"]
+        assert c.n == v.quantity.get("n", v.quantity.get("n_prompts"))
+
+
+def test_a_change_planted_in_a_summary_changes_its_claim(committed, committed_claims, tmp_path):
+    shutil.copytree(results_root() / PROFILE, tmp_path / PROFILE)
+    f = tmp_path / PROFILE / "bigram" / "summary.json"
+    s = json.loads(f.read_text())
+    s["headline"]["speedup"]["value"] += 0.5
+    f.write_text(json.dumps(s))
+    planted = {c.name: c for c in claims(load_results(PROFILE, tmp_path))}
+    before = {c.name: c for c in committed_claims}
+    changed = [n for n in before if planted[n].value != before[n].value]
+    assert changed == ["bigram: speedup"]
+
+
+def test_a_change_planted_in_the_bench_changes_a_performance_claim(committed, tmp_path):
+    shutil.copytree(results_root() / PROFILE, tmp_path / PROFILE)
+    bench = tmp_path / PROFILE / "bench.txt"
+    lines = bench.read_text().splitlines()
+    data = json.loads(lines[-1])
+    group = next(iter(data["groups"]))
+    arm = next(iter(data["groups"][group]["arms"]))
+    data["groups"][group]["arms"][arm]["speedup"]["value"] = 9.75
+    bench.write_text("\n".join([*lines[:-1], json.dumps(data)]) + "\n")
+    planted = claims(load_results(PROFILE, tmp_path))
+    name = f"bench: groups / {group} / arms / {arm} / speedup"
+    assert next(c for c in planted if c.name == name).value == 9.75
+
+
+def test_the_command_prints_a_table_and_json(capsys, committed_claims):
+    assert main(["claims", "--profile", PROFILE]) == 0
+    out = capsys.readouterr().out
+    assert "| claim | value | 95% CI | n | source | recompute |" in out
+    assert main(["claims", "--profile", PROFILE, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data) == len(committed_claims)
+    assert {"name", "value", "ci_low", "ci_high", "n", "source", "recompute"} <= set(data[0])
+
+
+def test_the_command_refuses_a_profile_without_results_in_one_line(capsys):
+    assert main(["claims", "--profile", "no-such-profile"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no results" in err

@@ -148,6 +148,7 @@ def write_record(
     path: Path, commit: str | None, date: str, prompts: int, checks: dict[str, Comparison]
 ) -> None:
     """reproduce.json: the commit and date of the check and each experiment's comparison."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     write_json(
         path,
         {

@@ -1,0 +1,136 @@
+"""The reproduction check: today's code re-runs the first prompt of committed experiments and
+compares greedy token ids, accepted / proposed counts and per-position agreement exactly, never
+timings; it skips in one line where this machine's dtype is not the results'; the book's page
+says when it last passed (or that it was never checked)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pandas as pd
+import pytest
+
+from specdec_lib.reporting.reproduce import record_markdown
+from specdec_lib.results.read import load_results, results_root
+from specdec_lib.results.reproduce import (
+    FAILED,
+    NOT_COMPARABLE,
+    PASSED,
+    compare_rows,
+    record_path,
+    write_record,
+)
+
+PROFILE = "embedded"
+
+
+def committed_rows(experiment: str) -> pd.DataFrame:
+    p = load_results(PROFILE)
+    if p.get(experiment) is None:
+        pytest.skip(f"no committed {experiment} result")
+    return p.get(experiment).rows
+
+
+def test_committed_rows_reproduce_themselves():
+    rows = committed_rows("bigram")
+    c = compare_rows(rows.head(2), rows)
+    assert (c.outcome, c.rows) == (PASSED, 2)
+    assert {"tokens", "accepted", "proposed"} <= set(c.columns)
+
+
+def test_a_changed_token_id_fails_and_names_its_row():
+    rows = committed_rows("bigram")
+    new = rows.head(2).copy()
+    new.loc[0, "tokens"] = new.loc[0, "tokens"].replace(" ", " 1 ", 1)
+    c = compare_rows(new, rows)
+    assert c.outcome == FAILED
+    assert "tokens" in c.details[0] and f"article={rows.loc[0, 'article']}" in c.details[0]
+
+
+def test_a_changed_agreement_position_fails():
+    rows = committed_rows("agreement")
+    new = rows.head(3).copy()
+    m = new.loc[1, "matches"]
+    new.loc[1, "matches"] = ("1" if m[0] == "0" else "0") + m[1:]
+    assert compare_rows(new, rows).outcome == FAILED
+
+
+def test_timings_are_never_compared():
+    rows = committed_rows("bigram")
+    new = rows.head(2).copy()
+    new["wall_s"] *= 3
+    new["tokens_per_s"] /= 3
+    assert compare_rows(new, rows).outcome == PASSED
+
+
+def test_a_new_identifying_column_pairs_rows_when_both_have_it():
+    old = pd.DataFrame({"article": [1, 1], "view": ["a", "b"], "matches": ["01", "10"]})
+    new = pd.DataFrame({"article": [1], "view": ["b"], "matches": ["10"]})
+    assert compare_rows(new, old).outcome == PASSED
+    assert compare_rows(new.assign(view="a"), old).outcome == FAILED
+
+
+def test_rows_that_pair_with_no_committed_row_are_not_comparable():
+    old = pd.DataFrame({"article": [1], "tokens": ["1 2"]})
+    assert compare_rows(pd.DataFrame({"article": [2], "tokens": ["1 2"]}), old).outcome == (
+        NOT_COMPARABLE
+    )
+
+
+def test_the_page_says_not_yet_checked_without_a_record(tmp_path):
+    p = load_results(PROFILE, tmp_path)
+    assert record_markdown(p).startswith("Not yet checked")
+
+
+def test_the_page_says_when_and_at_which_commit_it_last_passed(tmp_path):
+    rows = committed_rows("bigram")
+    check = compare_rows(rows.head(1), rows)
+    write_record(record_path(tmp_path, PROFILE), "abcdef1234", "2026-12-04 18:00 UTC", 1,
+                 {"bigram": check})  # fmt: skip
+    text = record_markdown(load_results(PROFILE, tmp_path))
+    assert "2026-12-04 18:00 UTC" in text and "`abcdef1`" in text and "**passed**" in text
+    data = json.loads(record_path(tmp_path, PROFILE).read_text())
+    assert data["experiments"]["bigram"]["outcome"] == PASSED
+
+
+def test_results_of_another_dtype_are_skipped_with_the_reason(tmp_path):
+    from specdec_lib.runner.reproduce import capped_study, machine_dtype, skip_reason
+
+    shutil.copytree(results_root() / PROFILE / "bigram", tmp_path / PROFILE / "bigram")
+    study = capped_study(PROFILE, str(tmp_path / "out"), 1)
+    other = "float16" if machine_dtype(study) != "float16" else "float32"
+    env = tmp_path / PROFILE / "bigram" / "env.json"
+    env.write_text(json.dumps({**json.loads(env.read_text()), "dtype": other}))
+    reason = skip_reason(study, load_results(PROFILE, tmp_path))
+    assert reason is not None and other in reason and machine_dtype(study) in reason
+
+
+def test_capped_counts_reach_every_depth():
+    from specdec_lib.runner.reproduce import cap_counts
+
+    sec = {"n_prompts": 6, "identity": {"n_prompts": 4, "dtypes": ["float32"]}, "k": 4}
+    assert cap_counts(sec, 1) == {
+        "n_prompts": 1,
+        "identity": {"n_prompts": 1, "dtypes": ["float32"]},
+        "k": 4,
+    }
+
+
+@pytest.mark.slow
+def test_todays_code_reproduces_the_committed_bigram_rows():
+    from conftest import skip_or_fail
+
+    from specdec_lib.models.embedded import embedded_available
+    from specdec_lib.results.reproduce import SKIPPED
+    from specdec_lib.runner.reproduce import reproduce
+
+    if not embedded_available():
+        skip_or_fail("the embedded model package is not installed")
+    if load_results(PROFILE).get("bigram") is None:
+        pytest.skip("no committed bigram result")
+    check = reproduce(PROFILE, 1, ["bigram"], write=False)["bigram"]
+    if check.outcome == SKIPPED:
+        pytest.skip(check.details[0])
+    assert check.outcome == PASSED, check.details
+    assert check.rows >= 2 and "tokens" in check.columns

@@ -134,3 +134,11 @@ def test_todays_code_reproduces_the_committed_bigram_rows():
         pytest.skip(check.details[0])
     assert check.outcome == PASSED, check.details
     assert check.rows >= 2 and "tokens" in check.columns
+
+
+def test_the_command_refuses_a_bad_prompt_count_in_one_line(capsys):
+    from specdec_lib.cli import main
+
+    assert main(["reproduce", "--prompts", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--prompts" in err

@@ -12,7 +12,7 @@ import pytest
 
 from specdec_lib.cli import main
 from specdec_lib.reporting.claims import CLAIMS, Claim, claims, recompute
-from specdec_lib.reporting.format import central
+from specdec_lib.reporting.format import central, num
 from specdec_lib.reporting.verdicts import key_numbers, verdicts
 from specdec_lib.results.read import load_results, results_root
 
@@ -47,15 +47,30 @@ def test_claim_names_are_unique(committed_claims):
     assert len(names) == len(set(names))
 
 
-def test_every_key_number_of_the_introduction_is_a_claim(committed, committed_claims):
-    by_name = {c.name: c for c in committed_claims}
-    for row in key_numbers(committed).to_dict("records"):
-        what = row["figure"]
-        match = next((c for n, c in by_name.items() if n == what or what.endswith(n[4:])), None)
-        if what.startswith(("H1", "H2", "H4")):
-            match = by_name[next(n for n in by_name if n.startswith(what[:2] + ": Q"))]
-        assert match is not None, what
-        assert match.n is None or str(match.n) == str(row["n"]), what
+def as_key_number(c: Claim, row: dict) -> dict:
+    """The claim formatted as the introduction's key-numbers table formats its row."""
+    if row["n"] == "not reported":
+        return {**row, "value": num(100 * c.value, 2, "%")}
+    suffix = next((s for s in ("%", " pts") if row["value"].endswith(s)), "x")
+    scale, nd = (100.0, 1) if suffix != "x" else (1.0, 2)
+    return {
+        **row,
+        "value": num(scale * c.value, nd, suffix),
+        "95% CI": "n/a"
+        if c.ci_low is None
+        else f"[{num(scale * c.ci_low, nd)}, {num(scale * c.ci_high, nd)}]",
+        "n": c.n,
+    }
+
+
+def test_every_key_number_of_the_introduction_is_a_claim_of_the_same_value(
+    committed, committed_claims
+):
+    by_name = {c.name: c for c in committed_claims if c.group == "key numbers"}
+    rows = key_numbers(committed).to_dict("records")
+    assert len(rows) == len(by_name)
+    for row in rows:
+        assert as_key_number(by_name[row["figure"]], row) == row
 
 
 def test_every_verdicts_q_is_a_claim_with_its_interval_and_n(committed, committed_claims):

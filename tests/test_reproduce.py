@@ -86,24 +86,80 @@ def test_the_page_says_not_yet_checked_without_a_record(tmp_path):
 def test_the_page_says_when_and_at_which_commit_it_last_passed(tmp_path):
     rows = committed_rows("bigram")
     check = compare_rows(rows.head(1), rows)
-    write_record(record_path(tmp_path, PROFILE), "abcdef1234", "2026-12-04 18:00 UTC", 1,
+    where = "a CPU in bfloat16 (Some CPU)"
+    write_record(record_path(tmp_path, PROFILE), "abcdef1234", "2026-12-04 18:00 UTC", 1, where,
                  {"bigram": check})  # fmt: skip
     text = record_markdown(load_results(PROFILE, tmp_path))
     assert "2026-12-04 18:00 UTC" in text and "`abcdef1`" in text and "**passed**" in text
     data = json.loads(record_path(tmp_path, PROFILE).read_text())
     assert data["experiments"]["bigram"]["outcome"] == PASSED
+    assert "a CPU in bfloat16 (Some CPU)" in text
 
 
-def test_results_of_another_dtype_are_skipped_with_the_reason(tmp_path):
-    from specdec_lib.runner.reproduce import capped_study, machine_dtype, skip_reason
+def test_the_page_names_what_differed_and_what_was_not_checked(tmp_path):
+    rows = committed_rows("bigram")
+    committed_rows("baseline")
+    for e in ("bigram", "baseline"):
+        shutil.copytree(results_root() / PROFILE / e, tmp_path / PROFILE / e)
+    new = rows.head(1).copy()
+    new.loc[0, "accepted"] = int(new.loc[0, "accepted"]) + 1
+    write_record(record_path(tmp_path, PROFILE), "abc", "today", 1, "here",
+                 {"bigram": compare_rows(new, rows)})  # fmt: skip
+    text = record_markdown(load_results(PROFILE, tmp_path))
+    assert "**did not pass**" in text and "accepted differ" in text
+    assert "Not checked that time: `baseline`" in text
+
+
+def skip_reason_with_env(tmp_path, **env_change) -> tuple[str | None, tuple[str, str]]:
+    """skip_reason for a copy of the committed bigram result whose env.json is changed, and
+    this machine's (device type, dtype)."""
+    from specdec_lib.runner.reproduce import capped_study, machine, skip_reason
 
     shutil.copytree(results_root() / PROFILE / "bigram", tmp_path / PROFILE / "bigram")
     study = capped_study(PROFILE, str(tmp_path / "out"), 1)
-    other = "float16" if machine_dtype(study) != "float16" else "float32"
     env = tmp_path / PROFILE / "bigram" / "env.json"
-    env.write_text(json.dumps({**json.loads(env.read_text()), "dtype": other}))
-    reason = skip_reason(study, load_results(PROFILE, tmp_path))
-    assert reason is not None and other in reason and machine_dtype(study) in reason
+    env.write_text(json.dumps({**json.loads(env.read_text()), **env_change}))
+    return skip_reason(study, load_results(PROFILE, tmp_path)), machine(study)
+
+
+def test_results_of_another_dtype_are_skipped_with_the_reason(tmp_path):
+    committed_rows("bigram")
+    from specdec_lib.runner.reproduce import capped_study, machine
+
+    mine = machine(capped_study(PROFILE, str(tmp_path / "out"), 1))
+    other = "float16" if mine[1] != "float16" else "float32"
+    reason, mine = skip_reason_with_env(tmp_path, dtype=other, device=mine[0])
+    assert reason is not None and other in reason and mine[1] in reason
+
+
+def test_results_of_another_device_are_skipped_with_the_reason(tmp_path):
+    committed_rows("bigram")
+    from specdec_lib.runner.reproduce import capped_study, machine
+
+    mine = machine(capped_study(PROFILE, str(tmp_path / "out"), 1))
+    other = "cuda:0" if mine[0] == "cpu" else "cpu"
+    reason, _ = skip_reason_with_env(tmp_path, dtype=mine[1], device=other)
+    assert reason is not None and f"{mine[1]} on a {'GPU' if other == 'cuda:0' else 'CPU'}" in (
+        reason
+    )
+
+
+def test_results_of_this_machines_kind_are_not_skipped_for_their_dtype(tmp_path):
+    committed_rows("bigram")
+    from specdec_lib.models.embedded import embedded_available
+    from specdec_lib.runner.reproduce import capped_study, machine
+
+    mine = machine(capped_study(PROFILE, str(tmp_path / "out"), 1))
+    reason, _ = skip_reason_with_env(tmp_path, dtype=mine[1], device=mine[0])
+    assert reason is None or not embedded_available()
+
+
+def test_the_command_refuses_an_unknown_experiment_in_one_line(capsys):
+    from specdec_lib.cli import main
+
+    assert main(["reproduce", "--experiment", "bigrm"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'bigrm'" in err
 
 
 def test_capped_counts_reach_every_depth():

@@ -24,6 +24,7 @@ from specdec_lib.analysis.verdicts import Finding, agreement_primary, divergent_
 from specdec_lib.reporting.earlier import earlier_drop, earlier_recomputed
 from specdec_lib.reporting.format import as_float, central, finite, interval_n, md_table, num
 from specdec_lib.reporting.performance import BENCH_FILE, read_bench
+from specdec_lib.reporting.verdicts import KEY_QUANTITY
 from specdec_lib.results.read import Profile
 
 # keys of a headline that describe the run rather than state a result
@@ -189,7 +190,8 @@ def verdict_claims(p: Profile) -> list[Claim]:
 def key_number_claims(p: Profile) -> list[Claim]:
     """The introduction's key numbers (reporting.verdicts.key_numbers): the earlier study's
     reported acceptances, per-position agreement at both ends of the test range and the implied
-    acceptance change of each draft that computes apart from the target."""
+    acceptance change of each draft that computes apart from the target, and the verdict
+    quantities it shows; each named as that table names it."""
     e = earlier_drop()
     out = [
         _claim(
@@ -204,6 +206,7 @@ def key_number_claims(p: Profile) -> list[Claim]:
     agr = p.get("agreement")
     if agr is not None:
         out += _agreement_claims(p, agr.summary)
+    out += _quantity_claims(p)
     return [c for c in out if c is not None]
 
 
@@ -226,11 +229,22 @@ def _agreement_claims(p: Profile, s: dict[str, Any]) -> list[Claim | None]:
             expr = f"at(summary(p, 'agreement'), 'by_draft', {d!r}, {str(c)!r}, 'mean')"
             what = f"{d}: per-position agreement at context {c}"
             out.append(_claim("key numbers", what, cell, src, expr))
-        expr = (
-            f"at(summary(p, 'agreement'), 'headline', {d!r}, 'change_test', 'implied_acceptance')"
-        )
+        expr = f"at(summary(p, 'agreement'), 'headline', {d!r}, 'change_test', {IMPLIED!r})"
         what = f"{d}: implied acceptance at K = 4, change {c0} -> {c1}"
-        out.append(_claim("key numbers", what, ch["implied_acceptance"], src, expr))
+        out.append(_claim("key numbers", what, ch[IMPLIED], src, expr))
+    return out
+
+
+def _quantity_claims(p: Profile) -> list[Claim | None]:
+    """The verdict quantities the introduction shows (reporting.verdicts.KEY_QUANTITY), named
+    as its key-numbers table names them."""
+    out: list[Claim | None] = []
+    for key, (what, _, _) in KEY_QUANTITY.items():
+        f = finding(p, key)
+        if f.q:
+            src = ", ".join(_source(p, x) for x in VERDICT_SOURCES[key])
+            expr = f"finding(p, {key!r}).q"
+            out.append(_claim("key numbers", f"{key} quantity: {what}", f.q, src, expr))
     return out
 
 
@@ -267,14 +281,8 @@ def claims_markdown(cs: list[Claim]) -> str:
     parts = []
     for group in dict.fromkeys(c.group for c in cs):
         rows = [c.row() for c in cs if c.group == group]
-        parts.append(f"### {group} ({len(rows)})\n\n" + md_table(_frame(rows)))
+        parts.append(f"### {group} ({len(rows)})\n\n" + md_table(rows))
     return "\n\n".join(parts)
-
-
-def _frame(rows: list[dict[str, str]]):
-    import pandas as pd
-
-    return pd.DataFrame(rows)
 
 
 def claims_json(cs: list[Claim]) -> list[dict[str, Any]]:

@@ -38,16 +38,28 @@ def record_markdown(p: Profile) -> str:
     commit = str(rec.get("commit") or "unknown")[:7]
     head = (
         f"The reproduction check last ran on {rec.get('date', 'an unknown date')} at commit "
-        f"`{commit}` with the first {rec.get('prompts', '?')} prompt(s) of each experiment, "
+        f"`{commit}`"
+        + (f" on {rec['machine']}" if rec.get("machine") else "")
+        + f", with the first {rec.get('prompts', '?')} prompt(s) of each experiment it checked, "
         f"and **{verdict}**."
     )
-    rows = [
-        {
-            "experiment": e,
-            "outcome": c.get("outcome"),
+    unchecked = [e for e in p.results if e not in exps]
+    if unchecked:
+        head += " Not checked that time: " + ", ".join(f"`{e}`" for e in unchecked) + "."
+    return head + ("\n\n" + md_table(_outcome_rows(exps)) if exps else "")
+
+
+def _outcome_rows(exps: dict[str, Any]) -> list[dict[str, str]]:
+    """One row per checked experiment; a note column only where one did not pass."""
+    rows = []
+    for e, c in exps.items():
+        row = {
+            "experiment": f"`{e}`",
+            "outcome": str(c.get("outcome")),
             "rows compared": str(c.get("rows", 0)),
-            "note": "; ".join(c.get("details") or []) if c.get("outcome") != PASSED else "",
+            "columns compared": ", ".join(f"`{x}`" for x in c.get("columns") or []) or "-",
         }
-        for e, c in exps.items()
-    ]
-    return head + ("\n\n" + md_table(rows) if rows else "")
+        if any(x.get("outcome") != PASSED for x in exps.values()):
+            row["note"] = "; ".join(c.get("details") or []) if c.get("outcome") != PASSED else "-"
+        rows.append(row)
+    return rows

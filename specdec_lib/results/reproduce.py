@@ -145,9 +145,15 @@ def record_path(results_root: Path, profile: str) -> Path:
 
 
 def write_record(
-    path: Path, commit: str | None, date: str, prompts: int, checks: dict[str, Comparison]
+    path: Path,
+    commit: str | None,
+    date: str,
+    prompts: int,
+    machine: str,
+    checks: dict[str, Comparison],
 ) -> None:
-    """reproduce.json: the commit and date of the check and each experiment's comparison."""
+    """reproduce.json: the commit, date and machine of the check and each experiment's
+    comparison."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     write_json(
         path,
@@ -155,6 +161,7 @@ def write_record(
             "commit": commit,
             "date": date,
             "prompts": prompts,
+            "machine": machine,
             "passed": all(c.outcome == PASSED for c in checks.values()),
             "experiments": {e: asdict(c) for e, c in checks.items()},
         },

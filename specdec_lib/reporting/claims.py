@@ -3,8 +3,8 @@ interval, n, the file it is read from and a Python expression that recomputes it
 
 `CLAIMS` maps a group name to a function `(Profile) -> list[Claim]`: the introduction's key
 numbers (`reporting.verdicts.key_numbers`), each verdict's Q (`analysis.verdicts.findings`), the
-headline of every experiment's summary, and the performance chapter's bench file
-(`reporting.performance`). `claims(p)` runs them all; `recompute(claim, p)` evaluates a claim's
+headline and every arm of every experiment's summary (what `reporting.tables` formats), and the
+performance chapter's bench file (`reporting.performance`). `claims(p)` runs them all; `recompute(claim, p)` evaluates a claim's
 expression against the profile (what `python -m specdec_lib claims` prints beside each number,
 and what the tests check); `claims_markdown` and `claims_json` format them.
 
@@ -176,13 +176,39 @@ def headline_claims(p: Profile) -> list[Claim]:
     return [c for c in out if c is not None]
 
 
+def _arm_sections(obj: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Every `arms` mapping in a summary, at any depth (per context, per temperature), with
+    its key path."""
+    if not isinstance(obj, dict):
+        return
+    for k, v in obj.items():
+        if k == "arms" and isinstance(v, dict):
+            yield (*path, k), v
+        else:
+            yield from _arm_sections(v, (*path, str(k)))
+
+
+def arm_claims(p: Profile) -> list[Claim]:
+    """Every number of every arm of each experiment's summary (the tables' speedups,
+    acceptances, accepted lengths, cost ratios, identity), per context or temperature where the
+    summary splits them so."""
+    out = []
+    for exp in p.results:
+        src = _source(p, exp, "summary.json")
+        for where, arms in _arm_sections(summary(p, exp)):
+            for path, d in _walk(arms, where):
+                expr = f"at(summary(p, {exp!r}), {_args(path)})"
+                out.append(_claim("arms", f"{exp}: {' / '.join(path)}", d, src, expr))
+    return [c for c in out if c is not None]
+
+
 def verdict_claims(p: Profile) -> list[Claim]:
     """Each hypothesis's Q with its interval and n (the number its rule compares)."""
     out = []
     for f in findings(p, earlier_recomputed()):
         span = f", contexts {f.contexts[0]} -> {f.contexts[1]}" if f.contexts else ""
         what = f"{f.key}: Q ({f.label}{span})"
-        src = ", ".join(_source(p, f) for f in VERDICT_SOURCES[f.key])
+        src = ", ".join(_source(p, x) for x in VERDICT_SOURCES[f.key])
         out.append(_claim("verdicts", what, f.q, src, f"finding(p, {f.key!r}).q"))
     return [c for c in out if c is not None]
 
@@ -267,6 +293,7 @@ CLAIMS: dict[str, Callable[[Profile], list[Claim]]] = {
     "key numbers": key_number_claims,
     "verdicts": verdict_claims,
     "headline": headline_claims,
+    "arms": arm_claims,
     "performance": performance_claims,
 }
 

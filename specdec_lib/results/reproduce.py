@@ -4,9 +4,10 @@ record of the last check (`results/<profile>/reproduce.json`).
 `compare_rows(new, old)` pairs rows by the identifying columns both tables have (`KEY_COLUMNS`:
 article, anchor, context, method, draft, temperature, view, order, ...) and compares exactly the
 deterministic columns both have (`DETERMINISTIC`: greedy token ids, accepted / proposed counts,
-per-position agreement `matches`, ...); timing columns (`is_timing`) are never compared. It is
-generic over columns, so a result with new columns is compared on those it shares with the
-committed one.
+per-position agreement `matches`, ...); timings (`wall_s`, `tokens_per_s`, ...) are not in that
+list and never compared. It is generic over columns, so a result with new columns is compared
+on those it shares with the committed one (a key column only one side has is not used, so two
+committed rows may then share a key: a recomputed row passes when it equals one of them).
 
 Torch-free; knows nothing about how the rows were computed (runner.reproduce runs them).
 """
@@ -61,13 +62,7 @@ DETERMINISTIC = (
     "positions",
     "agreement",
 )
-TIMING_SUFFIXES = ("_s", "tokens_per_s", "speedup")
 MAX_DETAILS = 5  # mismatches named per experiment
-
-
-def is_timing(column: str) -> bool:
-    """Whether a column is a timing (or derived from one): never expected to repeat."""
-    return column.endswith(TIMING_SUFFIXES)
 
 
 @dataclass
@@ -106,30 +101,52 @@ def _norm(v: Any) -> str:
     return str(int(x)) if x.is_integer() else repr(x)
 
 
+def _differing(new: dict[str, Any], old: dict[str, Any], cols: list[str]) -> list[str]:
+    """The columns in which two rows differ."""
+    return [c for c in cols if not _same(new[c], old[c])]
+
+
+def _incomparable(
+    keys: list[str], cols: list[str], new: pd.DataFrame, old: pd.DataFrame
+) -> str | None:
+    """Why two tables cannot be compared at all, or None."""
+    if not keys:
+        return "no identifying column in common"
+    if not cols:
+        return "no deterministic column in common"
+    return "no rows" if new.empty or old.empty else None
+
+
+def _by_key(df: pd.DataFrame, keys: list[str], cols: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Key text -> the rows (their deterministic columns) that share it."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for key, row in zip(_key_text(df, keys), df[cols].to_dict("records"), strict=True):
+        out.setdefault(key, []).append(row)
+    return out
+
+
 def compare_rows(new: pd.DataFrame, old: pd.DataFrame) -> Comparison:
     """new's rows against old's rows of the same measurement, in the deterministic columns."""
     keys = [c for c in KEY_COLUMNS if c in new.columns and c in old.columns]
     cols = [c for c in DETERMINISTIC if c in new.columns and c in old.columns]
-    if not keys or not cols:
-        why = "no identifying column" if not keys else "no deterministic column"
-        return Comparison(NOT_COMPARABLE, keys=keys, columns=cols, details=[f"{why} in common"])
-    committed = dict(zip(_key_text(old, keys), old[cols].to_dict("records"), strict=True))
-    details, compared = [], 0
-    for key, row in zip(_key_text(new, keys), new[cols].to_dict("records"), strict=True):
-        if key not in committed:
-            continue
-        compared += 1
-        bad = [c for c in cols if not _same(row[c], committed[key][c])]
-        if bad and len(details) < MAX_DETAILS:
-            details.append(f"{key}: {', '.join(bad)} differ")
-        elif bad:
-            details.append("")  # counted, not named
+    why = _incomparable(keys, cols, new, old)
+    if why is not None:
+        return Comparison(NOT_COMPARABLE, keys=keys, columns=cols, details=[why])
+    committed = _by_key(old, keys, cols)
+    differing: list[str] = []  # one entry per recomputed row that differs
+    compared = 0
+    for key, rows in _by_key(new, keys, cols).items():
+        for row in rows if key in committed else []:
+            compared += 1
+            bad = min((_differing(row, c, cols) for c in committed[key]), key=len)
+            if bad:
+                differing.append(f"{key}: {', '.join(bad)} differ")
     if not compared:
         return Comparison(NOT_COMPARABLE, 0, keys, cols, ["no recomputed row is a committed one"])
-    named = [d for d in details if d]  # details holds one entry per differing row
-    if len(details) > len(named):
-        named.append(f"... {len(details) - len(named)} more rows differ")
-    return Comparison(FAILED if details else PASSED, compared, keys, cols, named)
+    named = differing[:MAX_DETAILS]
+    if len(differing) > len(named):
+        named.append(f"... {len(differing) - len(named)} more rows differ")
+    return Comparison(FAILED if differing else PASSED, compared, keys, cols, named)
 
 
 def skipped(reason: str) -> Comparison:

@@ -7,8 +7,9 @@ The profile's counts (`n_prompts`, `n_documents`, at every level of an experimen
 capped to the prompts asked for, and sample counts of distribution checks to a few, so each
 experiment runs on a prefix of its committed prompts (`data.make_prompts` places anchors so that
 the first n of more are the n). Skips, with one line saying why, where this machine computes in
-another dtype than the results were (bfloat16 results on an AVX2-only float32 CPU) or the
-embedded model cannot load. Knows nothing about what an experiment measures.
+another dtype or on another device type than the results were (bfloat16 results on an
+AVX2-only float32 CPU) or the embedded model cannot load; a skip writes no record, so the last
+record stays the last check that ran. Knows nothing about what an experiment measures.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import torch
 
 from specdec_lib.environment.tracking import cpu_model, git_commit
 from specdec_lib.errors import SpecdecError
@@ -34,6 +37,7 @@ from specdec_lib.results.reproduce import (
     skipped,
     write_record,
 )
+from specdec_lib.results.store import ExperimentResult
 from specdec_lib.runner.context import Study, setup
 
 COUNT_KEYS = ("n_prompts", "n_documents")
@@ -104,12 +108,15 @@ def capped_study(profile: str, results_dir: str, prompts: int) -> Study:
     study = setup(profile, results_dir=results_dir, force=True)
     sections = study.profile["experiments"]
     for name, section in sections.items():
-        sections[name] = cap_counts(section, prompts)
+        if isinstance(section, dict):
+            sections[name] = cap_counts(section, prompts)
     return study
 
 
-def rerun(study: Study, experiment: str) -> Any:
-    """The experiment recomputed by its own runner (no figures: the study has no `draw`)."""
+def rerun(study: Study, experiment: str) -> ExperimentResult:
+    """The experiment recomputed by its own runner (no figures: the study has no `draw`), from
+    the seed a notebook's setup starts from, whatever ran before it in this process."""
+    torch.manual_seed(int(study.profile.get("seed", 0)))
     return load(catalog.experiment(experiment).run)(study)
 
 

@@ -1,4 +1,6 @@
-"""Command line: `generate` (one JSON object per prompt) and `bench` (the performance comparison).
+"""Command line: `generate` (one JSON object per prompt), `bench` (the performance comparison),
+`claims` (every number the book states, with the expression that recomputes it) and `reproduce`
+(today's code on the first prompts of the committed experiments).
 
 Checks every argument before loading anything, and turns each `SpecdecError` into one line on
 stderr with exit status 2. A prompt file is read and checked whole before the model loads (size,
@@ -49,7 +51,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of `python -m specdec_lib` with its `generate` and `bench` commands."""
+    """The argument parser of `python -m specdec_lib` with its `generate`, `bench`, `claims`
+    and `reproduce` commands."""
     parser = _Parser(prog="python -m specdec_lib", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -275,7 +278,12 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 1 if any(c.outcome == FAILED for c in checks.values()) else 0
 
 
-COMMANDS = {"generate": cmd_generate, "bench": cmd_bench}
+COMMANDS = {
+    "generate": cmd_generate,
+    "bench": cmd_bench,
+    "claims": cmd_claims,
+    "reproduce": cmd_reproduce,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -283,8 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
         args = build_parser().parse_args(argv)
-        commands = {**COMMANDS, "claims": cmd_claims, "reproduce": cmd_reproduce}
-        return commands[args.command](args)
+        return COMMANDS[args.command](args)
     except SpecdecError as e:
         print(f"specdec: error: {e}", file=sys.stderr)
         return 2

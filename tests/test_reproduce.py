@@ -48,11 +48,21 @@ def test_a_changed_token_id_fails_and_names_its_row():
     assert "tokens" in c.details[0] and f"article={rows.loc[0, 'article']}" in c.details[0]
 
 
-def test_a_changed_agreement_position_fails():
+@pytest.mark.parametrize("position", [0, -1])  # the last: as a float the string loses it
+def test_a_changed_agreement_position_fails(position):
     rows = committed_rows("agreement")
     new = rows.head(3).copy()
-    m = new.loc[1, "matches"]
-    new.loc[1, "matches"] = ("1" if m[0] == "0" else "0") + m[1:]
+    m = list(new.loc[1, "matches"])
+    m[position] = "1" if m[position] == "0" else "0"
+    new.loc[1, "matches"] = "".join(m)
+    assert compare_rows(new, rows).outcome == FAILED
+
+
+def test_a_changed_last_token_id_fails():
+    rows = committed_rows("bigram")
+    new = rows.head(1).copy()
+    ids = new.loc[0, "tokens"].split()
+    new.loc[0, "tokens"] = " ".join([*ids[:-1], str(int(ids[-1]) + 1)])
     assert compare_rows(new, rows).outcome == FAILED
 
 

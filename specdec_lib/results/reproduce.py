@@ -78,7 +78,11 @@ class Comparison:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Equal as numbers when both read as numbers (1 == 1.0; NaN == NaN), else as text."""
+    """Two texts equal as texts (a 64-position `matches` string is not a number: as a float
+    it would lose its last positions), else equal as numbers (1 == 1.0; NaN == NaN), else as
+    text."""
+    if isinstance(a, str) and isinstance(b, str):
+        return a == b
     try:
         x, y = float(a), float(b)
     except (TypeError, ValueError):

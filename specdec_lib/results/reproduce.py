@@ -2,7 +2,7 @@
 record of the last check (`results/<profile>/reproduce.json`).
 
 `compare_rows(new, old)` pairs rows by the identifying columns both tables have (`KEY_COLUMNS`:
-article, anchor, context, method, draft, temperature, view, order, ...) and compares exactly the
+article, anchor, context, method, draft, temperature, view, ...) and compares exactly the
 deterministic columns both have (`DETERMINISTIC`: greedy token ids, accepted / proposed counts,
 per-position agreement `matches`, ...); timings (`wall_s`, `tokens_per_s`, ...) are not in that
 list and never compared. It is generic over columns, so a result with new columns is compared
@@ -41,7 +41,6 @@ KEY_COLUMNS = (
     "temperature",
     "k",
     "view",
-    "order",
     "use_cache",
     "dtype",
 )
@@ -61,6 +60,7 @@ DETERMINISTIC = (
     "agree",
     "positions",
     "agreement",
+    "order",  # the context sweep's seeded run order: a schedule, not what identifies a row
 )
 MAX_DETAILS = 5  # mismatches named per experiment
 

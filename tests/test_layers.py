@@ -153,6 +153,8 @@ def test_arrows_run_one_way(layer, must_not_import):
         "specdec_lib.results.store",
         "specdec_lib.results.catalog",
         "specdec_lib.reporting.readings",
+        "specdec_lib.reporting.claims",
+        "specdec_lib.reporting.reproduce",
     ],
 )
 def test_the_torch_free_half_loads_no_torch(module):

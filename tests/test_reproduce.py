@@ -127,6 +127,23 @@ def test_the_page_names_what_differed_and_what_was_not_checked(tmp_path):
     assert "Not checked that time: `baseline`" in text
 
 
+def test_the_page_says_a_check_of_earlier_results_says_nothing_of_these(tmp_path):
+    from specdec_lib.results.reproduce import rows_fingerprint
+
+    rows = committed_rows("bigram")
+    shutil.copytree(results_root() / PROFILE / "bigram", tmp_path / PROFILE / "bigram")
+    copy = load_results(PROFILE, tmp_path)
+    texts = []
+    for sha in (rows_fingerprint(copy.get("bigram")), "0" * 64):
+        check = compare_rows(rows.head(1), rows)
+        check.committed_sha256 = sha
+        write_record(record_path(tmp_path, PROFILE), "abc", "today", 1, "here",
+                     {"bigram": check})  # fmt: skip
+        texts.append(record_markdown(copy))
+    assert "changed since" not in texts[0]
+    assert "The committed rows of `bigram` have changed since" in texts[1]
+
+
 def skip_reason_with_env(tmp_path, **env_change) -> tuple[str | None, tuple[str, str]]:
     """skip_reason for a copy of the committed bigram result whose env.json is changed, and
     this machine's (device type, dtype)."""
@@ -230,6 +247,7 @@ def test_todays_code_reproduces_the_committed_rows(experiment):
         pytest.skip(check.details[0])
     assert check.outcome == PASSED, check.details
     assert check.rows >= 1 and {"tokens", "accepted", "proposed"} <= set(check.columns)
+    assert len(check.committed_sha256) == 64  # which committed rows it was compared with
 
 
 def test_the_command_refuses_a_bad_prompt_count_in_one_line(capsys):

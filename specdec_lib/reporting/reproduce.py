@@ -8,7 +8,13 @@ from typing import Any
 
 from specdec_lib.reporting.format import md_table
 from specdec_lib.results.read import Profile
-from specdec_lib.results.reproduce import DETERMINISTIC, PASSED, read_record, record_path
+from specdec_lib.results.reproduce import (
+    DETERMINISTIC,
+    PASSED,
+    read_record,
+    record_path,
+    rows_fingerprint,
+)
 
 NOT_CHECKED = (
     "Not yet checked: no `reproduce.json` for this profile. Run "
@@ -46,7 +52,21 @@ def record_markdown(p: Profile) -> str:
     unchecked = [e for e in p.results if e not in exps]
     if unchecked:
         head += " Not checked that time: " + ", ".join(f"`{e}`" for e in unchecked) + "."
+    if changed := changed_since(p, exps):
+        head += (
+            " The committed rows of " + ", ".join(f"`{e}`" for e in changed) + " have changed "
+            "since: that check was of earlier results, so it says nothing of these; re-run it."
+        )
     return head + ("\n\n" + md_table(_outcome_rows(exps)) if exps else "")
+
+
+def changed_since(p: Profile, exps: dict[str, Any]) -> list[str]:
+    """The checked experiments whose committed per_prompt.csv is not the one the check read."""
+    return [
+        e
+        for e, c in exps.items()
+        if p.get(e) is not None and c.get("committed_sha256") != rows_fingerprint(p.get(e))
+    ]
 
 
 def _outcome_rows(exps: dict[str, Any]) -> list[dict[str, str]]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from specdec_lib.results.store import write_json
+from specdec_lib.results.store import ExperimentResult, file_sha256, write_json
 
 RECORD_FILE = "reproduce.json"
 PASSED, FAILED, NOT_COMPARABLE, SKIPPED = "passed", "failed", "not comparable", "skipped"
@@ -75,6 +75,13 @@ class Comparison:
     keys: list[str] = field(default_factory=list)
     columns: list[str] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
+    committed_sha256: str = ""  # of the committed per_prompt.csv it was compared with
+
+
+def rows_fingerprint(res: ExperimentResult) -> str:
+    """The sha256 of a result's per_prompt.csv: which committed rows a check compared with."""
+    f = Path(res.path) / "per_prompt.csv"
+    return file_sha256(f) if f.is_file() else ""
 
 
 def _same(a: Any, b: Any) -> bool:

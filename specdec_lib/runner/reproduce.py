@@ -34,6 +34,7 @@ from specdec_lib.results.reproduce import (
     Comparison,
     compare_rows,
     record_path,
+    rows_fingerprint,
     skipped,
     write_record,
 )
@@ -138,10 +139,11 @@ def reproduce(
         reason = skip_reason(study, committed)
         if reason is not None:
             return {e: skipped(reason) for e in names}
-        checks = {}
+        checks: dict[str, Comparison] = {}
         for e in names:
-            new = rerun(study, e)
-            checks[e] = compare_rows(new.rows, committed.results[e].rows)
+            new, old = rerun(study, e), committed.results[e]
+            checks[e] = compare_rows(new.rows, old.rows)
+            checks[e].committed_sha256 = rows_fingerprint(old)
     if write and checks:
         date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         path = record_path(committed.root, profile)

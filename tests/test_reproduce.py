@@ -144,6 +144,26 @@ def test_the_page_says_a_check_of_earlier_results_says_nothing_of_these(tmp_path
     assert "The committed rows of `bigram` have changed since" in texts[1]
 
 
+def test_the_pages_cells_say_what_is_compared_when_it_was_checked_and_how_many_claims():
+    import re
+
+    from specdec_lib import ROOT
+
+    page = (ROOT / "book" / "reproducibility.md").read_text(encoding="utf-8")
+    cells = re.findall(r"```\{code-cell\} ipython3\n(.*?)```", page, re.S)
+    mine = [c for c in cells if "repro." in c or "claims(P)" in c]
+    assert len(mine) == 2
+    shown: list[str] = []
+    p = load_results(PROFILE)
+    for cell in mine:
+        code = "\n".join(ln for ln in cell.splitlines() if not ln.startswith(":tags:"))
+        exec(code, {"P": p, "pd": pd, "Markdown": str, "display": shown.append})
+    text = "\n".join(shown)
+    assert "Compared exactly" in text and "`tokens`" in text and "`matches`" in text
+    assert "Not yet checked" in text or "The reproduction check last ran on" in text
+    assert f"claims from the files of `{PROFILE}`" in text
+
+
 def skip_reason_with_env(tmp_path, **env_change) -> tuple[str | None, tuple[str, str]]:
     """skip_reason for a copy of the committed bigram result whose env.json is changed, and
     this machine's (device type, dtype)."""

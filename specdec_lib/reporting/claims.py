@@ -240,6 +240,8 @@ IMPLIED = "implied_acceptance"
 
 
 def _agreement_claims(p: Profile, s: dict[str, Any]) -> list[Claim | None]:
+    """As reporting.verdicts._agreement_key_rows: the primary draft and every draft that
+    computes apart from the target, at both ends of the test range, and the implied change."""
     res = p.get("agreement")
     drafts = dict.fromkeys(x for x in [agreement_primary(res), *divergent_drafts(res)] if x)
     out: list[Claim | None] = []
@@ -250,9 +252,10 @@ def _agreement_claims(p: Profile, s: dict[str, Any]) -> list[Claim | None]:
             continue
         c0, c1 = ch["contexts"]
         for c in (c0, c1):
-            cell = dict((s.get("by_draft") or {}).get(d, {}).get(str(c)) or {})
-            cell = {"value": cell.get("mean"), **cell, "n": cell.get("n_documents")}
-            expr = f"at(summary(p, 'agreement'), 'by_draft', {d!r}, {str(c)!r}, 'mean')"
+            raw = (s.get("by_draft") or {}).get(d, {}).get(str(c)) or {}
+            cell = {"value": raw.get("mean"), **raw, "n": raw.get("n_documents")}
+            key = "value" if "value" in raw else "mean"  # what the key-numbers table reads
+            expr = f"at(summary(p, 'agreement'), 'by_draft', {d!r}, {str(c)!r}, {key!r})"
             what = f"{d}: per-position agreement at context {c}"
             out.append(_claim("key numbers", what, cell, src, expr))
         expr = f"at(summary(p, 'agreement'), 'headline', {d!r}, 'change_test', {IMPLIED!r})"

@@ -99,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("claims", help="every number the book states, with how to recompute it")
     c.add_argument("--profile", default=None, help="the results' profile (default: the book's)")
     c.add_argument("--json", action="store_true", help="a JSON list instead of Markdown tables")
+    c.add_argument("--check", action="store_true", help="recompute each claim; 1 if any differs")
 
     r = sub.add_parser("reproduce", help="re-run the first prompts of each committed experiment")
     r.add_argument("--profile", default="embedded")
@@ -250,14 +251,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_claims(args: argparse.Namespace) -> int:
     """`claims`: every claim of the book's results with its value, interval, n and source."""
-    from specdec_lib.reporting.claims import claims, claims_json, claims_markdown
+    from specdec_lib.reporting.claims import claims, claims_json, claims_markdown, differing
     from specdec_lib.results.read import load_results
 
     p = load_results(args.profile)
     if p.empty:
         raise SpecdecError(f"no results for profile {p.name!r} under {p.root}")
     cs = claims(p)
-    print(json.dumps(claims_json(cs), indent=1) if args.json else claims_markdown(cs))
+    if args.check:
+        bad = differing(cs, p)
+        print(f"{len(cs)} claims recomputed from the files of {p.name}: {len(bad)} differ")
+        print("\n".join(bad), end="\n" if bad else "")
+        return 1 if bad else 0
+    print(json.dumps(claims_json(cs), indent=1) if args.json else claims_markdown(cs, p.name))
     return 0
 
 

@@ -4,6 +4,7 @@ every verdict's Q, and following a change planted in a result file."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import shutil
@@ -11,7 +12,7 @@ import shutil
 import pytest
 
 from specdec_lib.cli import main
-from specdec_lib.reporting.claims import CLAIMS, Claim, claims, recompute
+from specdec_lib.reporting.claims import CLAIMS, Claim, claims, differing, recompute
 from specdec_lib.reporting.format import central, num
 from specdec_lib.reporting.verdicts import key_numbers, verdicts
 from specdec_lib.results.read import load_results, results_root
@@ -144,10 +145,19 @@ def test_a_change_planted_in_the_bench_changes_a_performance_claim(committed, tm
     assert next(c for c in planted if c.name == name).value == 9.75
 
 
+def test_the_check_recomputes_every_claim_and_names_one_that_differs(committed, capsys):
+    assert main(["claims", "--profile", PROFILE, "--check"]) == 0
+    assert capsys.readouterr().out.endswith(f"of {PROFILE}: 0 differ\n")
+    c = claims(committed)[0]
+    wrong = dataclasses.replace(c, recompute=f"{c.recompute} + 1")
+    assert differing([c, wrong], committed) == [f"{c.name}: {c.value!r} -> {c.value + 1!r}"]
+
+
 def test_the_command_prints_a_table_and_json(capsys, committed_claims):
     assert main(["claims", "--profile", PROFILE]) == 0
     out = capsys.readouterr().out
     assert "| claim | value | 95% CI | n | source | recompute |" in out
+    assert f"claims --profile {PROFILE} --check" in out.splitlines()[0]
     assert main(["claims", "--profile", PROFILE, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert len(data) == len(committed_claims)

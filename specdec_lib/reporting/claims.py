@@ -115,9 +115,31 @@ def namespace(p: Profile) -> dict[str, Any]:
     }
 
 
+def evaluate(expr: str, p: Profile) -> float:
+    """A claim expression's number on profile p (an interval dict gives its point estimate)."""
+    return as_float(central(eval(expr, namespace(p))))  # noqa: S307 - our own text
+
+
 def recompute(claim: Claim, p: Profile) -> float:
     """The claim's value, recomputed from the files by evaluating its expression."""
-    return as_float(central(eval(claim.recompute, namespace(p))))  # noqa: S307 - our own text
+    return evaluate(claim.recompute, p)
+
+
+HOW = (
+    "Every `recompute` is a Python expression over `p`, the results of profile `{name}` "
+    "(`specdec_lib.reporting.claims.evaluate(expr, p)` evaluates one); "
+    "`python -m specdec_lib claims --profile {name} --check` recomputes them all from the files."
+)
+
+
+def differing(cs: list[Claim], p: Profile) -> list[str]:
+    """'name: stated -> recomputed' for each claim whose expression does not give its value."""
+    out = []
+    for c in cs:
+        again = recompute(c, p)
+        if again != c.value:
+            out.append(f"{c.name}: {c.value!r} -> {again!r}")
+    return out
 
 
 # ------------------------------------------------------------------ building claims
@@ -306,9 +328,9 @@ def claims(p: Profile) -> list[Claim]:
     return [c for fn in CLAIMS.values() for c in fn(p)]
 
 
-def claims_markdown(cs: list[Claim]) -> str:
-    """The claims as one Markdown table per group."""
-    parts = []
+def claims_markdown(cs: list[Claim], profile: str) -> str:
+    """How to recompute a claim, then the claims as one Markdown table per group."""
+    parts = [HOW.format(name=profile)]
     for group in dict.fromkeys(c.group for c in cs):
         rows = [c.row() for c in cs if c.group == group]
         parts.append(f"### {group} ({len(rows)})\n\n" + md_table(rows))

@@ -4,9 +4,10 @@ interval, n, the file it is read from and a Python expression that recomputes it
 `CLAIMS` maps a group name to a function `(Profile) -> list[Claim]`: the introduction's key
 numbers (`reporting.verdicts.key_numbers`), each verdict's Q (`analysis.verdicts.findings`), the
 headline and every arm of every experiment's summary (what `reporting.tables` formats), and the
-performance chapter's bench file (`reporting.performance`). `claims(p)` runs them all; `recompute(claim, p)` evaluates a claim's
-expression against the profile (what `python -m specdec_lib claims` prints beside each number,
-and what the tests check); `claims_markdown` and `claims_json` format them.
+performance chapter's bench file (`reporting.performance`). `claims(p)` runs them all;
+`recompute(claim, p)` evaluates a claim's expression against the profile (what `python -m
+specdec_lib claims` prints beside each number; `--check` and the tests evaluate them all);
+`claims_markdown` and `claims_json` format them.
 
 Torch-free; decides nothing and computes no statistic: every value comes from a function the
 book's pages already call, or from a result file read as written.

@@ -23,6 +23,7 @@ from conftest import FAKE_SECRETS, files_containing
 
 from specdec_lib import report
 from specdec_lib.analysis import stats
+from specdec_lib.analysis.replay import continuation_summary
 from specdec_lib.analysis.summary import summarize
 from specdec_lib.results.store import ResultStore, publish
 
@@ -152,6 +153,22 @@ def _sweep(root, profile, name, cache, rng):
     _publish(root, profile, name, {"contexts": CONTEXTS, "use_cache": cache}, rows, summary)
 
 
+def _agreement_row(view: str, i: int, ctx: int, d: str, m: np.ndarray) -> dict:
+    return {
+        "view": view,
+        "document": i,
+        "prompt": i,
+        "article": i * 3,
+        "anchor": 600 + 7 * i,
+        "context": ctx,
+        "draft": d,
+        "agree": int(m.sum()),
+        "positions": len(m),
+        "agreement": float(m.mean()),
+        "matches": "".join(map(str, m)),
+    }
+
+
 def _agreement(root, profile, rng):
     """Teacher-forced agreement rows (40 documents x 64 positions) summarized by
     study.agreement_summary (the real analysis): a flat primary draft, an exit that falls."""
@@ -170,22 +187,28 @@ def _agreement(root, profile, rng):
         for ctx in CONTEXTS:
             for d, f in level.items():
                 m = (rng.random(T) < f(ctx)).astype(int)
-                rows.append(
-                    {
-                        "document": i,
-                        "prompt": i,
-                        "article": i * 3,
-                        "anchor": 600 + 7 * i,
-                        "context": ctx,
-                        "draft": d,
-                        "agree": int(m.sum()),
-                        "positions": T,
-                        "agreement": float(m.mean()),
-                        "matches": "".join(map(str, m)),
-                    }
-                )
+                rows.append(_agreement_row("text", i, ctx, d, m))
+    # the replay view: a flat draft near the published level (int8, which decides H3), a
+    # weaker separate one that falls (q3), the exit that falls, the shared self-draft
+    replayed = {
+        "int8": lambda c: 0.96,
+        "q3": lambda c: 0.70 - 0.20 * min(c, 100) / 100,
+        "exit12": lambda c: 0.55 - 0.25 * min(c, 100) / 100,
+        "self": lambda c: 1.0,
+        "target_vs_own_greedy": lambda c: 1.0,
+    }
+    cont = []
+    for i in range(n_docs):
+        for ctx in CONTEXTS:
+            for d, f in replayed.items():
+                m = (rng.random(T) < f(ctx)).astype(int)
+                cont.append(_agreement_row("continuation", i, ctx, d, m))
     summary = study.agreement_summary(rows, CONTEXTS, k=K, test_range=[10, 100])
+    summary["continuation"] = continuation_summary(cont, CONTEXTS, k=K, test_range=[10, 100])
+    rows += cont
     summary["kinds"] = {
+        "int8": study.SEPARATE,
+        "q3": study.SEPARATE,
         "distilled": study.SEPARATE,
         "exit12": study.EXIT,
         "self": study.SHARED,
@@ -518,12 +541,15 @@ def test_verdicts_from_numbers(synthetic):
     vs = {v.key: v for v in report.verdicts(p)}
     assert set(vs) == {"H1", "H2", "H3", "H4"}
     assert all(v.label in report.LABELS for v in vs.values())
-    # the synthetic world: recomputation grows ~linearly, the baseline grows, the primary
-    # (distilled) draft's agreement is flat while an early exit's falls by 25 points
+    # the synthetic world: recomputation grows ~linearly, the baseline grows; replayed on the
+    # target's continuation, the draft near the published level (int8, 0.96) is flat while a
+    # weaker separate draft (q3) and an early exit fall
     assert vs["H1"].label == "supported"
     assert vs["H2"].label == "supported"
     assert vs["H3"].label == "not supported"
+    assert "`int8`" in vs["H3"].text and "Power: n = 40" in vs["H3"].text
     per = report.h3_per_draft(p.get("agreement")).set_index("draft")
+    assert per.loc["q3", "label under H3's rule"] == "supported"
     assert per.loc["exit12", "label under H3's rule"] == "supported"
     assert per.loc["self", "label under H3's rule"] == "(not a test of H3)"
     assert ", n=40" in vs["H3"].text  # one n per interval, written once
@@ -550,6 +576,7 @@ def test_stale_results_degrade_to_not_tested_with_a_rerun_note(synthetic, tmp_pa
         f = root / "old" / exp / "summary.json"
         sm = json.loads(f.read_text())
         sm.pop("primary", None)
+        sm.pop("continuation", None)
         f.write_text(json.dumps(sm))
     cf = root / "old" / "agreement" / "config.json"
     cfg = json.loads(cf.read_text())

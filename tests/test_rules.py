@@ -35,20 +35,20 @@ CASES = {
             INCONCLUSIVE: iv(1.0, 1.4),
         },
     ),
-    "H3": (
+    "H3": (  # tokens per call, context 100 / 10; material fall below 0.95
         h3_rule,
         {
-            SUPPORTED: iv(-0.20, -0.08),
-            NOT_SUPPORTED: iv(-0.04, 0.02),
-            INCONCLUSIVE: iv(-0.088, -0.008),  # the old H3 interval: a fall, but not surely 5 pts
+            SUPPORTED: iv(0.80, 0.93),  # the published 0.87 inside it
+            NOT_SUPPORTED: iv(0.96, 1.04),
+            INCONCLUSIVE: iv(0.90, 0.99),
         },
     ),
     "H4": (
         h4_rule,
         {
-            SUPPORTED: iv(-0.03, 0.01),
-            NOT_SUPPORTED: iv(-0.15, -0.06),
-            INCONCLUSIVE: iv(-0.09, 0.0),
+            SUPPORTED: iv(0.97, 1.02),
+            NOT_SUPPORTED: iv(0.80, 0.92),
+            INCONCLUSIVE: iv(0.91, 1.0),
         },
     ),
 }
@@ -68,11 +68,45 @@ def test_h2_reaches_every_outcome_and_needs_the_published_arithmetic():
     assert h2_rule(False, iv(1.3, 1.6)) == NOT_SUPPORTED
 
 
-def test_the_old_h3_overlap_cannot_happen():
-    """[-8.8, -0.8] lies below zero AND above the published -14.85: the old code called it
-    supported because it checked that first. Now exactly one label applies, by construction."""
-    old = iv(-0.088, -0.008)
-    assert h3_rule(old) == INCONCLUSIVE
+def test_h3_and_h4_take_opposite_sides_of_one_threshold():
+    """One same-prompt ratio cannot make both 'a material fall' (H3 supported) and 'no material
+    fall' (H4 supported): planted bug, H4 reading the threshold's other side."""
+    for q in (iv(0.80, 0.93), iv(0.96, 1.04), iv(0.90, 0.99)):
+        h3, h4 = h3_rule(q), h4_rule(q)
+        assert (h3 == SUPPORTED) == (h4 == NOT_SUPPORTED)
+        assert (h3 == INCONCLUSIVE) == (h4 == INCONCLUSIVE)
+
+
+def test_published_level_and_ratio_by_hand():
+    """The earlier study's K = 4 acceptance 89.44% -> 74.59% is tokens per call 1 + 4 x 0.8944
+    = 4.5776 -> 1 + 4 x 0.7459 = 3.9836, a ratio of 0.87024; and 89.44% is the implied acceptance
+    of per-token agreement a = 0.95585 (checked by evaluating (a - a^5) / (4 (1 - a)) at a)."""
+    assert rules.published_ratio() == pytest.approx(3.9836 / 4.5776, abs=1e-6)
+    a = rules.published_level()
+    assert (a - a**5) / (4 * (1 - a)) == pytest.approx(0.8944, abs=1e-9)
+    assert a == pytest.approx(0.95585, abs=1e-4)
+
+
+def test_decisive_draft_is_the_nearest_within_the_band_chosen_by_level_only():
+    """Planted bugs: choosing the farthest, or ignoring the band."""
+    a = rules.published_level()
+    assert rules.decisive_draft({"q2": 0.40, "q4": a - 0.03, "int8": a + 0.01}) == "int8"
+    assert rules.decisive_draft({"q2": 0.40, "q4": a - rules.LEVEL_BAND - 0.001}) is None
+    assert rules.decisive_draft({"x": None, "y": math.nan}) is None
+    assert rules.decisive_draft({"inside": a + rules.LEVEL_BAND - 1e-9}) == "inside"
+
+
+def test_power_by_hand():
+    """Q = 0.93 [0.90, 0.96], n = 40, threshold 0.95: se = 0.06 / (2 x 1.95996) = 0.015307;
+    detectable = (1.95996 + 0.84162) x se = 0.042884; inconclusive, |Q - t| = 0.02, so
+    n x (0.042884 / 0.02)^2 = 183.9 -> 184 documents would decide it. A decided verdict needs
+    none. Planted bugs: se from the half-width without z, n scaling linearly."""
+    p = rules.power(Interval(0.93, 0.90, 0.96, 40), 0.95)
+    assert p.detectable == pytest.approx(0.042884, abs=1e-5)
+    assert p.units_to_decide == 184
+    assert rules.power(Interval(0.85, 0.80, 0.90, 40), 0.95).units_to_decide is None
+    assert rules.power(Interval(0.95, 0.90, 1.00, 40), 0.95).units_to_decide is None  # on t
+    assert math.isnan(rules.power(Interval(math.nan, 0.9, 1.0, 40), 0.95).detectable)
 
 
 @pytest.mark.parametrize("side", ["above", "below"])
@@ -122,4 +156,6 @@ def test_implied_acceptance_is_the_books_formula():
 def test_every_rule_has_its_text_with_its_threshold():
     assert set(rules.RULES) == {"H1", "H2", "H3", "H4"}
     assert f"{rules.H1_EXTRA_GROWTH:.2f}" in rules.RULES["H1"]
-    assert f"{100 * rules.MATERIAL_FALL:.0f} points" in rules.RULES["H3"]
+    for key in ("H3", "H4"):
+        assert f"{rules.MATERIAL_RATIO:.2f}" in rules.RULES[key]
+    assert f"{rules.LEVEL_BAND:.2f}" in rules.RULES["H3"]

@@ -29,7 +29,8 @@ def paired_frame(rows: pd.DataFrame, method: str, contexts: Sequence[int]) -> pd
     r = rows[rows["method"] == method].copy()
     r[col] = r[col].astype(int)
     r = r[r[col].isin(list(contexts))]
-    keep = [c for c in ("wall_s", "new_tokens", "accepted", "proposed") if c in r.columns]
+    cols = ("wall_s", "new_tokens", "accepted", "proposed", "target_calls")
+    keep = [c for c in cols if c in r.columns]
     wide = r.pivot_table(index="prompt", columns=col, values=keep, aggfunc="sum")
     return wide.dropna()
 
@@ -75,6 +76,23 @@ def acceptance_change(rows: pd.DataFrame, method: str, c0: int, c1: int) -> dict
     with np.errstate(invalid="ignore", divide="ignore"):
         a0, a1 = acc0.sum() / pr0.sum(), acc1.sum() / pr1.sum()
     return {**iv.as_dict(), "at_c0": float(a0), "at_c1": float(a1), "n_prompts": iv.n}
+
+
+def tokens_per_call_change(rows: pd.DataFrame, method: str, c0: int, c1: int) -> dict:
+    """H4's quantity: pooled new tokens per verification call (target calls minus the prefill)
+    at c1 over the same at c0, on the same prompts, with a paired bootstrap CI."""
+    w = paired_frame(rows, method, [c0, c1])
+    if w.empty or "target_calls" not in w:
+        return _nan_interval(n_prompts=0)
+    n0, n1 = w["new_tokens"][c0].to_numpy(float), w["new_tokens"][c1].to_numpy(float)
+    k0, k1 = w["target_calls"][c0].to_numpy(float) - 1, w["target_calls"][c1].to_numpy(float) - 1
+    iv = stats.bootstrap([n0, k0, n1, k1], _ratio_change)
+    return {
+        **iv.as_dict(),
+        "at_c0": float(n0.sum() / k0.sum()),
+        "at_c1": float(n1.sum() / k1.sum()),
+        "n_prompts": iv.n,
+    }
 
 
 def prompt_swap_change(rows: pd.DataFrame, method: str, c0: int, c1: int) -> dict:

@@ -17,8 +17,10 @@ Knows nothing about torch, result files or the book: inputs are plain numbers.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 SUPPORTED = "supported"
@@ -27,10 +29,22 @@ INCONCLUSIVE = "inconclusive"
 NOT_TESTED = "not tested"
 LABELS = (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_TESTED)
 
-# Thresholds, fixed before the runs (the book prints them with the rules).
+# Thresholds, fixed before the runs (the book prints them with the rules). This is the rules'
+# second round: H3 and H4 moved to tokens per call on the target's own continuation, decided on
+# the draft nearest the published level, committed before the batch that the book shows (the
+# first round's H3 rule was revised after a batch existed: the book says so).
 H1_EXTRA_GROWTH = 1.10  # recomputation: cache-off per-token slowdown / cache-on slowdown
 H2_BASELINE_GROWTH = 1.10  # the one-divisor arithmetic matters: baseline time c_hi / c_ref
-MATERIAL_FALL = 0.05  # H3 and H4: a fall of 5 points of acceptance at K = 4 (a third of 14.85)
+# H3 and H4: tokens per call at K = 4, context 100 over context 10. Below 0.95 is a material
+# fall: at a fixed cost per call, 5% more time per token. The published rows fall to 0.87.
+MATERIAL_RATIO = 0.95
+PUBLISHED_ACCEPTANCE = (0.8944, 0.7459)  # the earlier study's acceptance at contexts 10, 100
+PUBLISHED_K = 4
+# H3 is decided on the divergent draft whose agreement at context 10 (on the target's own
+# continuation) is nearest the published level, if one lies within LEVEL_BAND of it; chosen by
+# its level at context 10 alone, never by its change.
+LEVEL_BAND = 0.05
+POWER_Z = (1.959963984540054, 0.8416212335729143)  # z at alpha = 0.05 two-sided, 80% power
 
 Side = Literal["above", "below"]
 
@@ -99,21 +113,24 @@ RULES = {
         "inconclusive when it contains it."
     ),
     "H3": (
-        "Q = the change from context 10 to 100 of the acceptance at K = 4 implied by "
-        "teacher-forced per-position agreement, (a - a^5) / (4 (1 - a)), for the primary draft "
-        "that does not share the target's hidden states, on the same documents and positions, "
-        "with a paired 95% interval over documents. Supported when the whole interval lies below "
-        f"-{100 * MATERIAL_FALL:.0f} points (a material fall); not supported when it lies above "
-        f"-{100 * MATERIAL_FALL:.0f} points; inconclusive when it contains -"
-        f"{100 * MATERIAL_FALL:.0f}. The other drafts get the same rule, shown beside it."
+        "Q = tokens per target call at K = 4 at context 100 divided by the same at context 10, "
+        "replayed on the target's own greedy continuation (what a greedy run emits), same "
+        "documents at both contexts, with a paired 95% interval over documents. It is decided "
+        "on the draft that computes apart from the target whose agreement at context 10 is "
+        "nearest the earlier study's implied level, when one lies within "
+        f"{LEVEL_BAND:.2f} of it (not tested otherwise). Supported when the whole interval lies "
+        f"below {MATERIAL_RATIO:.2f} (a material fall: 5% more time per token at a fixed cost "
+        f"per call); not supported when it lies above {MATERIAL_RATIO:.2f}; inconclusive when it "
+        f"contains {MATERIAL_RATIO:.2f}. Every other draft of the ladder gets the same rule, "
+        "shown beside it as a dose-response."
     ),
     "H4": (
-        "Q = the change in measured acceptance from context 10 to 100 of the timed sweep's "
-        "draft that does not share the target's hidden states, on the same prompts at every "
-        "context, with a paired 95% interval. Supported (a fall needs prompts that differ "
-        f"across contexts) when the whole interval lies above -{100 * MATERIAL_FALL:.0f} "
-        f"points; not supported (a material fall remains with the prompts fixed) when it lies "
-        f"below -{100 * MATERIAL_FALL:.0f} points; inconclusive when it contains it."
+        "Q = the same ratio measured in the timed sweep (real runs, tokens per call) for its "
+        "primary draft, on the same prompts at every context, with a paired 95% interval. "
+        "Supported (a fall needs prompts that differ across contexts) when the whole interval "
+        f"lies above {MATERIAL_RATIO:.2f}; not supported (a material fall remains with the "
+        f"prompts fixed) when it lies below {MATERIAL_RATIO:.2f}; inconclusive when it contains "
+        "it."
     ),
 }
 
@@ -130,14 +147,87 @@ def h2_rule(published_one_divisor: bool, baseline_growth: Interval) -> str:
     return classify(baseline_growth, H2_BASELINE_GROWTH, "above")
 
 
-def h3_rule(implied_acceptance_change: Interval) -> str:
-    """H3's label: supported when the implied acceptance change lies below -MATERIAL_FALL."""
-    return classify(implied_acceptance_change, -MATERIAL_FALL, "below")
+def h3_rule(tokens_per_call_ratio: Interval) -> str:
+    """H3's label: supported when the replayed tokens-per-call ratio lies below MATERIAL_RATIO."""
+    return classify(tokens_per_call_ratio, MATERIAL_RATIO, "below")
 
 
-def h4_rule(acceptance_change_same_prompts: Interval) -> str:
-    """H4's label: supported when the same-prompt acceptance change lies above -MATERIAL_FALL."""
-    return classify(acceptance_change_same_prompts, -MATERIAL_FALL, "above")
+def h4_rule(tokens_per_call_ratio_same_prompts: Interval) -> str:
+    """H4's label: supported when the timed same-prompt ratio lies above MATERIAL_RATIO."""
+    return classify(tokens_per_call_ratio_same_prompts, MATERIAL_RATIO, "above")
+
+
+THRESHOLDS = {
+    "H1": H1_EXTRA_GROWTH,
+    "H2": H2_BASELINE_GROWTH,
+    "H3": MATERIAL_RATIO,
+    "H4": MATERIAL_RATIO,
+}
+
+
+@dataclass(frozen=True)
+class Power:
+    """What a verdict's design can detect: the smallest distance from the threshold that its
+    interval would exclude 80% of the time (normal approximation, the interval's own standard
+    error), and for an undecided verdict the units (prompts, documents) that would decide it
+    if the estimate stayed where it is (None when it sits on the threshold)."""
+
+    n: int
+    detectable: float
+    units_to_decide: int | None
+
+
+def power(q: Interval, threshold: float) -> Power:
+    """Power of a rule's design at n = q.n from q's 95% interval: se = width / (2 z_0.975),
+    detectable = (z_0.975 + z_0.8) se; units to decide = n (detectable / |Q - t|)^2."""
+    za, zb = POWER_Z
+    if not q.finite or q.n < 2:
+        return Power(q.n, math.nan, None)
+    se = (q.hi - q.lo) / (2 * za)
+    detectable = (za + zb) * se
+    gap = abs(q.value - threshold)
+    if classify(q, threshold, "above") != INCONCLUSIVE:
+        return Power(q.n, detectable, None)
+    need = math.ceil(q.n * (detectable / gap) ** 2) if gap > 0 else None
+    return Power(q.n, detectable, need)
+
+
+def published_tokens_per_call(acceptance: float, k: int = PUBLISHED_K) -> float:
+    """Tokens per call of a run whose every call drafts k at this acceptance: 1 + k acceptance."""
+    return 1.0 + k * acceptance
+
+
+def published_ratio() -> float:
+    """The earlier study's tokens-per-call ratio, context 100 over 10 (H3's scale)."""
+    a10, a100 = PUBLISHED_ACCEPTANCE
+    return published_tokens_per_call(a100) / published_tokens_per_call(a10)
+
+
+def agreement_for_acceptance(acceptance: float, k: int = PUBLISHED_K) -> float:
+    """The per-token agreement a whose implied acceptance at k is `acceptance` (bisection;
+    implied_acceptance rises with a)."""
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if implied_acceptance(mid, k) < acceptance else (lo, mid)
+    return (lo + hi) / 2
+
+
+def published_level() -> float:
+    """The per-token agreement the earlier study's draft implies at context 10."""
+    return agreement_for_acceptance(PUBLISHED_ACCEPTANCE[0])
+
+
+def decisive_draft(levels: dict[str, float | None]) -> str | None:
+    """H3's draft: the one whose level (agreement at context 10) is nearest the published
+    level, when within LEVEL_BAND of it; None when no draft is that close. Ties: first listed."""
+    target = published_level()
+    near = [
+        (abs(a - target), i, d)
+        for i, (d, a) in enumerate(levels.items())
+        if a is not None and math.isfinite(a) and abs(a - target) <= LEVEL_BAND
+    ]
+    return min(near)[2] if near else None
 
 
 def implied_acceptance(a: float, k: int = 4) -> float:
@@ -148,3 +238,9 @@ def implied_acceptance(a: float, k: int = 4) -> float:
     if a >= 1.0:
         return 1.0
     return (a - a ** (k + 1)) / (k * (1.0 - a))
+
+
+def rules_sha256() -> str:
+    """The hash of this file: each result records the rules in force when it was measured, so
+    the book can say whether its verdicts were decided by rules older than the numbers."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()

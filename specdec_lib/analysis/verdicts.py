@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from specdec_lib.analysis import rules
+from specdec_lib.analysis.agreement import SEPARATE
 from specdec_lib.analysis.changes import (
     acceptance_change,
     extra_growth,
@@ -23,6 +24,7 @@ from specdec_lib.analysis.changes import (
     prompt_swap_change,
     same_documents,
     test_range,
+    tokens_per_call_change,
 )
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.read import Profile, stored_sweep_table, sweep_contexts
@@ -44,6 +46,7 @@ class Finding:
     inputs: dict[str, Any] = field(default_factory=dict)
     missing: tuple[str, ...] = ()
     stale: tuple[str, str] | None = None  # (experiment, key)
+    power: rules.Power | None = None  # what the design detects at its n (rules.power)
 
 
 def not_tested(key: str, *missing: str, stale: tuple[str, str] | None = None, **inputs) -> Finding:
@@ -51,8 +54,32 @@ def not_tested(key: str, *missing: str, stale: tuple[str, str] | None = None, **
     return Finding(key, rules.NOT_TESTED, missing=missing, stale=stale, inputs=inputs)
 
 
-def h1_recomputation(p: Profile) -> Finding:
-    """rules.h1_rule on the cached and uncached sweeps (same prompts, contexts, tokens)."""
+def published_call_cost(published: pd.DataFrame) -> dict[str, float]:
+    """H1 from the earlier table alone: the transformer draft's time grows by `time_ratio` from
+    context 10 to 100 for the same tokens, while the tokens per call its acceptance implies
+    (1 + K acceptance) fall only by `calls_ratio`; so the cost of a call grew by at least
+    time_ratio / calls_ratio, which a KV-cached target's per-call cost at 100 tokens does not."""
+    t = published[published["strategy"] == "transformer draft"].set_index("context")
+    if 10 not in t.index or 100 not in t.index:
+        return {}
+    time_ratio = float(t.loc[100, "time_s"]) / float(t.loc[10, "time_s"])
+    tpc = {
+        c: rules.published_tokens_per_call(float(t.loc[c, "acceptance_pct"]) / 100)
+        for c in (10, 100)
+    }
+    calls_ratio = tpc[10] / tpc[100]
+    return {
+        "time_ratio": time_ratio,
+        "tokens_per_call_10": tpc[10],
+        "tokens_per_call_100": tpc[100],
+        "calls_ratio": calls_ratio,
+        "call_cost_growth": time_ratio / calls_ratio,
+    }
+
+
+def h1_recomputation(p: Profile, published: pd.DataFrame | None = None) -> Finding:
+    """rules.h1_rule on the cached and uncached sweeps (same prompts, contexts, tokens); the
+    published table's own arithmetic (`published_call_cost`) beside it."""
     on, off = p.get("context_sweep"), p.get("context_sweep_nocache")
     if on is None or off is None:
         pairs = (("context_sweep", on), ("context_sweep_nocache", off))
@@ -67,6 +94,7 @@ def h1_recomputation(p: Profile) -> Finding:
         "growth_on": growth(on.rows, BASELINE, c0, c1),
         "growth_off": growth(off.rows, BASELINE, c0, c1),
         "same_config": same,
+        "published": published_call_cost(published) if published is not None else {},
     }
     return Finding("H1", rules.h1_rule(rules.Interval.of(q)), q, (c0, c1), inputs)
 
@@ -133,27 +161,76 @@ def h3_label(res: ExperimentResult, draft: str, implied_change: dict) -> str | N
     return rules.h3_rule(rules.Interval.of(implied_change))
 
 
+def separate_drafts(res: ExperimentResult) -> list[str]:
+    """The agreement's drafts that are their own computation (own weights and KV cache)."""
+    kinds = res.summary.get("kinds") or {}
+    return [d for d, k in kinds.items() if k == SEPARATE]
+
+
+def ladder(res: ExperimentResult) -> list[dict[str, Any]]:
+    """Every draft of the replay with its level (agreement at the range's first context on the
+    target's own continuation), its change on every scale and H3's rule on it (None for a draft
+    that is no test of H3: shared states, context-free); sorted by level."""
+    cont = res.summary.get("continuation") or {}
+    kinds = res.summary.get("kinds") or {}
+    out = []
+    for d, ch in (cont.get("changes") or {}).items():
+        kind = kinds.get(d, "")
+        q = rules.Interval.of(ch.get("tokens_per_call"))
+        testable = kind == SEPARATE or kind.startswith("early exit")
+        out.append(
+            {
+                "draft": d,
+                "kind": kind,
+                "level": (cont.get("levels") or {}).get(d),
+                "change": ch,
+                "label": rules.h3_rule(q) if testable else None,
+                "power": rules.power(q, rules.MATERIAL_RATIO),
+            }
+        )
+    return sorted(out, key=lambda r: -1.0 if r["level"] is None else r["level"])
+
+
 def h3_divergence(p: Profile) -> Finding:
-    """rules.h3_rule on the timing-free agreement's primary draft, context 10 -> 100."""
+    """rules.h3_rule on the replayed tokens-per-call ratio of the separate draft nearest the
+    published level (rules.decisive_draft), context 10 -> 100."""
     res = p.get("agreement")
     if res is None:
         return not_tested("H3", "agreement")
-    prim = agreement_primary(res)
-    head = res.summary.get("headline") or {}
-    if prim is None or "change_test" not in head.get(prim, {}):
-        return not_tested("H3", stale=("agreement", "primary / change_test"))
-    ch = head[prim]["change_test"]
-    c0, c1 = ch["contexts"]
-    imp = ch["implied_acceptance"]
+    cont = res.summary.get("continuation")
+    if not cont or not cont.get("changes"):
+        return not_tested("H3", stale=("agreement", "continuation"))
+    levels = cont.get("levels") or {}
+    candidates = {d: levels.get(d) for d in separate_drafts(res) if d in cont["changes"]}
     inputs = {
-        "draft": prim,
-        "kind": (res.summary.get("kinds") or {}).get(prim, ""),
-        "agreement_change": ch["agreement"],
-        "agreement_at": (agreement_at(res, prim, c0), agreement_at(res, prim, c1)),
-        "positions": res.summary.get("continuation_tokens"),
-        "others": [d for d in divergent_drafts(res) if d != prim],
+        "published_level": rules.published_level(),
+        "published_ratio": rules.published_ratio(),
+        "levels": candidates,
+        "ladder": ladder(res),
+        "positions": cont.get("continuation_tokens"),
+        "consistency": cont.get("target_consistency"),
     }
-    return Finding("H3", rules.h3_rule(rules.Interval.of(imp)), imp, (c0, c1), inputs)
+    chosen = rules.decisive_draft(candidates)
+    if chosen is None:
+        return not_tested(
+            "H3", f"a separate draft within {rules.LEVEL_BAND:.2f} of the published level", **inputs
+        )
+    ch = cont["changes"][chosen]
+    c0, c1 = ch["contexts"]
+    q = ch["tokens_per_call"]
+    inputs.update(
+        {
+            "draft": chosen,
+            "kind": SEPARATE,
+            "level": levels.get(chosen),
+            "scales": {k: v for k, v in ch.items() if k not in ("contexts", "tokens_per_call")},
+            "at": (
+                cont["by_draft"][chosen][str(c0)]["tokens_per_call"],
+                cont["by_draft"][chosen][str(c1)]["tokens_per_call"],
+            ),
+        }
+    )
+    return Finding("H3", rules.h3_rule(rules.Interval.of(q)), q, (c0, c1), inputs)
 
 
 def sweep_primary(res: ExperimentResult | None) -> str | None:
@@ -181,20 +258,25 @@ def h4_prompt_confound(p: Profile) -> Finding:
     if span is None:
         return not_tested("H4", "contexts 10 and 100 in the timed sweep")
     c0, c1 = span
-    same = acceptance_change(sweep.rows, arm, c0, c1)
+    q = tokens_per_call_change(sweep.rows, arm, c0, c1)
     inputs = {
         "draft": arm,
+        "acceptance_change": acceptance_change(sweep.rows, arm, c0, c1),
         "swap": prompt_swap_change(sweep.rows, arm, c0, c1),
         "same_documents": same_documents(sweep.rows, arm),
     }
-    return Finding("H4", rules.h4_rule(rules.Interval.of(same)), same, (c0, c1), inputs)
+    return Finding("H4", rules.h4_rule(rules.Interval.of(q)), q, (c0, c1), inputs)
 
 
 def findings(p: Profile, published: pd.DataFrame) -> list[Finding]:
     """H1..H4 on one profile; `published` is reporting.earlier.earlier_recomputed()."""
-    return [
-        h1_recomputation(p),
+    out = [
+        h1_recomputation(p, published),
         h2_single_baseline(p, published),
         h3_divergence(p),
         h4_prompt_confound(p),
     ]
+    for f in out:
+        if f.label != rules.NOT_TESTED:
+            f.power = rules.power(rules.Interval.of(f.q), rules.THRESHOLDS[f.key])
+    return out

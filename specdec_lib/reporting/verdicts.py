@@ -5,6 +5,7 @@ introduction's key numbers. Decides nothing: labels come from the findings, numb
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,14 +13,7 @@ from typing import Any
 import pandas as pd
 
 from specdec_lib.analysis import rules
-from specdec_lib.analysis.verdicts import (
-    Finding,
-    agreement_at,
-    agreement_primary,
-    divergent_drafts,
-    findings,
-    h3_label,
-)
+from specdec_lib.analysis.verdicts import Finding, findings, ladder
 from specdec_lib.reporting.earlier import earlier_drop, earlier_recomputed
 from specdec_lib.reporting.format import admonition, as_float, central, ci, finite, num, pct
 from specdec_lib.results.read import Profile
@@ -29,7 +23,7 @@ LABELS = rules.LABELS
 HYPOTHESES = {
     "H1": "without a KV cache, recomputing the prefix makes long contexts slow",
     "H2": "every published speedup divides the one context-20 baseline",
-    "H3": "a draft that computes apart from the target agrees with it less as context grows",
+    "H3": "a draft that computes apart from the target loses acceptance as context grows",
     "H4": "the fall needs prompts that differ across contexts",
 }
 STALE = (
@@ -84,11 +78,42 @@ def scope(p: Profile) -> str:
     return f"{model} on {where}"
 
 
+def power_sentence(f: Finding, digits: int = 2) -> str:
+    """n and the smallest distance from the threshold the design detects at 80% power; for an
+    inconclusive verdict, how many units would decide it (rules.power)."""
+    pw = f.power
+    if pw is None or not finite(pw.detectable):
+        return ""
+    out = (
+        f" Power: n = {pw.n}; at 80% power this design detects a Q {pw.detectable:.{digits}f} "
+        f"or more away from the threshold {rules.THRESHOLDS[f.key]:.2f}."
+    )
+    if f.label == rules.INCONCLUSIVE:
+        out += (
+            f" About {pw.units_to_decide} would decide it if Q stayed where it is."
+            if pw.units_to_decide
+            else " Q sits on the threshold: no n would decide it."
+        )
+    return out
+
+
 def _verdict(
     f: Finding, p: Profile, text: str, numbers: dict[str, str], **kw: str
 ) -> HypothesisVerdict:
+    if f.power is not None and finite(f.power.detectable):
+        numbers = {
+            **numbers,
+            "n; detectable at 80% power": f"{f.power.n}; {f.power.detectable:.3f}",
+        }
     return HypothesisVerdict(
-        f.key, HYPOTHESES[f.key], f.label, text, numbers, f.q, scope=scope(p), **kw
+        f.key,
+        HYPOTHESES[f.key],
+        f.label,
+        text + power_sentence(f),
+        numbers,
+        f.q,
+        scope=scope(p),
+        **kw,
     )
 
 
@@ -119,6 +144,20 @@ def h1_prose(f: Finding, p: Profile) -> HypothesisVerdict:
         text += (
             " (The stored cached and uncached sweeps differ in prompt or token counts: only "
             "the prompts both share are paired.)"
+        )
+    pub = f.inputs.get("published") or {}
+    if pub:
+        nums["published: cost of a call, 100 / 10 (at least)"] = num(
+            pub["call_cost_growth"], 2, "x"
+        )
+        text += (
+            f" The published table says the same by its own arithmetic: from context 10 to 100 "
+            f"the transformer draft's time grows {pub['time_ratio']:.2f}x for the same tokens, "
+            f"while the tokens per call its acceptance implies (1 + 4 x acceptance) fall only "
+            f"from {pub['tokens_per_call_10']:.2f} to {pub['tokens_per_call_100']:.2f} "
+            f"({pub['calls_ratio']:.2f}x more calls). So each call cost at least "
+            f"{pub['call_cost_growth']:.2f}x more at context 100 than at 10, which a KV-cached "
+            "target does not do over 90 tokens, and which recomputing the prefix does."
         )
     shows = (
         "how much faster per-token time grows with context when a decoder recomputes the "
@@ -167,44 +206,76 @@ def _h3_cannot(p: Profile) -> str:
     if scope(p).startswith("Gemma 3 270M"):
         return (
             "what happened inside the earlier study's gemma-3-1b draft and gemma-3-4b target: a "
-            "270M target and its stand-in drafts are not those models, and the earlier study's "
-            "acceptance was measured in timed runs, not teacher-forced."
+            "270M target and its ladder of drafts (perturbed copies of the target, a small "
+            "distilled draft) are not those models. A perturbed copy has the target's depth and "
+            "attention; it disagrees through weight error, not through less capacity, so a draft "
+            "that attends differently because it is smaller is only stood in for by the "
+            "distilled one."
         )
     return "what happened in the earlier study's own runs, whose prompts and code we do not have."
 
 
+def ratio(d: dict | None, digits: int = 3) -> str:
+    """An interval dict on a ratio scale: 'value [lo, hi]'."""
+    return ci(d or {}, digits)
+
+
 def h3_prose(f: Finding, p: Profile) -> HypothesisVerdict:
-    """H3's finding in words: the primary draft's agreement and implied acceptance change."""
-    if f.label == rules.NOT_TESTED:
-        return _verdict(f, p, _not_tested_text(f, p), {})
-    a, (c0, c1) = f.inputs, f.contexts
-    e = earlier_drop(lo=c0, hi=c1) if (c0, c1) == (10, 100) else earlier_drop()
-    a0, a1 = (pct(x, 1) for x in a["agreement_at"])
-    published = f"{100 * e['acc_lo']:.2f}% -> {100 * e['acc_hi']:.2f}%"
-    nums = {
-        "draft": f"{a['draft']} ({a['kind']})",
-        f"agreement {c0} -> {c1}": f"{a0} -> {a1}",
-        "agreement change": ci(a["agreement_change"], 1, 100.0, " pts"),
-        "Q = implied acceptance change at K = 4": ci(f.q, 1, 100.0, " pts"),
-        "published acceptance 10 -> 100": published,
-    }
-    text = (
-        f"`{a['draft']}` ({a['kind']}) agrees with the target at {a0} of positions with {c0} "
-        f"tokens of context and {a1} with {c1} (the same {a['agreement_change'].get('n')} "
-        f"documents and {a['positions']} positions each). The acceptance at K = 4 this implies "
-        f"changes by Q = {ci(f.q, 1, 100.0, ' points')}, against the threshold "
-        f"-{100 * rules.MATERIAL_FALL:.0f} points: **{f.label}**. The earlier study reported "
-        f"{published} over the same contexts."
+    """H3's finding in words: the replayed tokens-per-call ratio of the draft nearest the
+    published level, the other scales beside it, and what the rest of the ladder shows."""
+    a = f.inputs
+    level_txt = (
+        f"The earlier study's acceptance at context 10 ({100 * rules.PUBLISHED_ACCEPTANCE[0]:.2f}% "
+        f"at K = 4) implies a per-token agreement of {a.get('published_level', math.nan):.3f}; "
+        f"its rows fall to a tokens-per-call ratio of {a.get('published_ratio', math.nan):.3f} "
+        "from context 10 to 100."
     )
-    if a["others"]:
+    if f.label == rules.NOT_TESTED:
+        levels = ", ".join(f"`{d}` {pct(v, 1)}" for d, v in (a.get("levels") or {}).items())
+        return _verdict(
+            f,
+            p,
+            _not_tested_text(f, p) + " " + level_txt + (f" Levels: {levels}." if levels else ""),
+            {},
+        )
+    (c0, c1), sc = f.contexts, a["scales"]
+    t0, t1 = a["at"]
+    nums = {
+        "draft (level at context 10)": f"{a['draft']} ({pct(a['level'], 1)})",
+        f"tokens per call {c0} -> {c1}": f"{t0:.2f} -> {t1:.2f}",
+        "Q = tokens per call ratio": ratio(f.q),
+        "acceptance change": ci(sc["acceptance"], 1, 100.0, " pts"),
+        "rejection-rate ratio": ratio(sc["rejection_ratio"], 2),
+        "published ratio": f"{a['published_ratio']:.3f}",
+    }
+    others = [r for r in a["ladder"] if r["label"] is not None and r["draft"] != a["draft"]]
+    falls = [r["draft"] for r in others if r["label"] == rules.SUPPORTED]
+    text = (
+        f"{level_txt} The separate draft nearest that level is `{a['draft']}` (agreement "
+        f"{pct(a['level'], 1)} at context {c0} on the target's own continuation). Replayed on "
+        f"the target's greedy continuation of the same {f.q.get('n')} documents "
+        f"({a['positions']} tokens each), its tokens per call go from {t0:.2f} to {t1:.2f}: "
+        f"Q = {ratio(f.q)} against the threshold {rules.MATERIAL_RATIO:.2f}: **{f.label}**. On "
+        f"the other scales: acceptance {ci(sc['acceptance'], 1, 100.0, ' points')}, "
+        f"rejection-rate ratio {ratio(sc['rejection_ratio'], 2)} (published "
+        f"{(1 - rules.PUBLISHED_ACCEPTANCE[1]) / (1 - rules.PUBLISHED_ACCEPTANCE[0]):.2f})."
+    )
+    if others:
         text += (
-            " The other drafts that compute apart from the target get the same rule in the "
-            "table below; they do not change this verdict."
+            f" Across the ladder ({len(others) + 1} drafts that are a test of H3, levels "
+            f"{pct(min(r['level'] for r in others + [{'level': a['level']}]), 0)} to "
+            f"{pct(max(r['level'] for r in others + [{'level': a['level']}]), 0)}), "
+            + (
+                f"the rule says supported for {', '.join(f'`{d}`' for d in falls)}"
+                if falls
+                else "no draft shows a material fall"
+            )
+            + "; the table and figure below show each."
         )
     shows = (
-        f"whether a draft that computes apart from the target ({a['draft']} here) loses "
-        f"agreement with it between contexts {c0} and {c1}, and by how much, on {scope(p)}: "
-        "this mechanism produces a fall of this size here."
+        f"whether a draft at the published level of agreement, computing apart from the target, "
+        f"loses tokens per call between contexts {c0} and {c1} on the text a real greedy run "
+        f"sees, on {scope(p)}; the ladder shows how that depends on the draft's level."
     )
     return _verdict(f, p, text, nums, shows=shows, cannot=_h3_cannot(p))
 
@@ -228,15 +299,18 @@ def h4_prose(f: Finding, p: Profile) -> HypothesisVerdict:
     nums = {
         "draft": a["draft"],
         "contexts": f"{c0} -> {c1}",
-        "Q = acceptance change, same prompts": ci(f.q, 1, 100.0, " pts"),
-        "change with its own half of the prompts per context (95% range)": swap_txt,
+        "Q = tokens per call ratio, same prompts": ratio(f.q),
+        "acceptance change, same prompts": ci(a["acceptance_change"], 1, 100.0, " pts"),
+        "acceptance change with its own half of the prompts per context (95% range)": swap_txt,
         "published fall 10 -> 100": num(100 * earlier_drop()["drop"], 2, " pts"),
     }
     text = (
-        f"With {docs}, the measured acceptance of `{a['draft']}` changes by "
-        f"Q = {ci(f.q, 1, 100.0, ' points')} from context {c0} to {c1}, against the "
-        f"threshold -{100 * rules.MATERIAL_FALL:.0f} points: **{f.label}**. Giving each context "
-        f"its own random half of the prompts instead spreads the change over {swap_txt}."
+        f"With {docs}, the tokens per call of `{a['draft']}` in timed runs go from "
+        f"{f.q.get('at_c0', math.nan):.2f} to {f.q.get('at_c1', math.nan):.2f} from context {c0} "
+        f"to {c1}: Q = {ratio(f.q)} against the threshold {rules.MATERIAL_RATIO:.2f}: "
+        f"**{f.label}** (acceptance {ci(a['acceptance_change'], 1, 100.0, ' points')}). Giving "
+        f"each context its own random half of the prompts instead spreads the acceptance change "
+        f"over {swap_txt}."
     )
     shows = (
         "whether a fall in measured acceptance remains when every context sees the same "
@@ -258,26 +332,23 @@ def verdicts(p: Profile) -> list[HypothesisVerdict]:
 
 
 def h3_per_draft(res: ExperimentResult) -> pd.DataFrame | None:
-    """Every draft's 10 -> 100 change in agreement and implied acceptance, with its own label
-    under H3's rule (the verdict is the primary draft's)."""
-    kinds = res.summary.get("kinds") or {}
+    """The ladder: every draft of the replay, by level, with its 10 -> 100 change on each scale
+    and its own label under H3's rule (the verdict is the draft nearest the published level's)."""
     rows = []
-    for d, h in (res.summary.get("headline") or {}).items():
-        ch = h.get("change_test")
-        if not ch or "implied_acceptance" not in ch:
-            continue
-        imp, agr = ch["implied_acceptance"], ch["agreement"]
+    for r in ladder(res):
+        ch = r["change"]
         c0, c1 = ch["contexts"]
         rows.append(
             {
-                "draft": d,
-                "kind": kinds.get(d, "control: the target against the real text"),
-                f"agreement at {c0}": pct(agreement_at(res, d, c0), 1),
-                f"agreement at {c1}": pct(agreement_at(res, d, c1), 1),
-                "agreement change (pts)": ci(agr, 1, 100.0),
-                "implied acceptance change at K = 4 (pts)": ci(imp, 1, 100.0),
-                "n documents": agr.get("n"),
-                "label under H3's rule": h3_label(res, d, imp) or "(not a test of H3)",
+                "draft": r["draft"],
+                "kind": r["kind"],
+                f"agreement at {c0} (own continuation)": pct(r["level"], 1),
+                f"tokens per call ratio {c1} / {c0}": ratio(ch["tokens_per_call"]),
+                "acceptance change (pts)": ci(ch["acceptance"], 1, 100.0),
+                "rejection-rate ratio": ratio(ch["rejection_ratio"], 2),
+                "n documents": ch["tokens_per_call"].get("n"),
+                "detectable at 80% power": num(r["power"].detectable, 3),
+                "label under H3's rule": r["label"] or "(not a test of H3)",
             }
         )
     return pd.DataFrame(rows) if rows else None
@@ -315,20 +386,20 @@ BOTTOM_LINE_CLAUSE = {  # the bottom line's clause for each hypothesis and label
         "baseline's growth with context is too uncertain to say how much that matters",
     },
     "H3": {
-        rules.SUPPORTED: "a draft that computes apart from the target does lose a material share "
-        "of its agreement with the target between 10 and 100 tokens of context",
-        rules.NOT_SUPPORTED: "a draft that computes apart from the target does not lose a "
-        "material share of its agreement between 10 and 100 tokens of context",
-        rules.INCONCLUSIVE: "whether a draft that computes apart from the target loses a material "
-        "share of its agreement between 10 and 100 tokens is not settled by these runs",
+        rules.SUPPORTED: "a draft at the published level that computes apart from the target "
+        "does lose a material share of its tokens per call between 10 and 100 tokens of context",
+        rules.NOT_SUPPORTED: "a draft at the published level that computes apart from the target "
+        "does not lose a material share of its tokens per call between 10 and 100 tokens",
+        rules.INCONCLUSIVE: "whether a draft at the published level loses a material share of its "
+        "tokens per call between 10 and 100 tokens is not settled by these runs",
     },
     "H4": {
-        rules.SUPPORTED: "with the prompts held fixed, no material fall in measured acceptance "
-        "remains",
-        rules.NOT_SUPPORTED: "a material fall in measured acceptance remains with the prompts "
-        "held fixed",
-        rules.INCONCLUSIVE: "whether a fall in measured acceptance remains with the prompts fixed "
-        "is not settled by these runs",
+        rules.SUPPORTED: "with the prompts held fixed, no material fall in tokens per call "
+        "remains in timed runs",
+        rules.NOT_SUPPORTED: "a material fall in tokens per call remains in timed runs with the "
+        "prompts held fixed",
+        rules.INCONCLUSIVE: "whether a fall in tokens per call remains in timed runs with the "
+        "prompts fixed is not settled by these runs",
     },
 }
 
@@ -384,31 +455,34 @@ def _published_key_rows() -> list[dict[str, Any]]:
 
 
 def _agreement_key_rows(agr: ExperimentResult) -> list[dict[str, Any] | None]:
-    """Per-position agreement at both ends of the test range and the implied acceptance change,
-    for the primary draft and every other draft that computes apart from the target."""
+    """Each test draft of the ladder: its level and its tokens-per-call ratio 10 -> 100."""
     rows: list[dict[str, Any] | None] = []
-    head = agr.summary.get("headline") or {}
-    by = agr.summary.get("by_draft") or {}
-    for d in dict.fromkeys(x for x in [agreement_primary(agr), *divergent_drafts(agr)] if x):
-        ch = head.get(d, {}).get("change_test")
-        if not ch:
+    cont = agr.summary.get("continuation") or {}
+    for r in ladder(agr):
+        if r["label"] is None:
             continue
-        c0, c1 = ch["contexts"]
-        for c in (c0, c1):
-            cell = by.get(d, {}).get(str(c)) or {}
-            what = f"{d}: per-position agreement at context {c}"
-            iv = {"value": cell.get("mean"), **cell}
-            rows.append(_key_row(what, iv, cell.get("n_documents"), "agreement", True, "%"))
-        imp = ch["implied_acceptance"]
-        what = f"{d}: implied acceptance at K = 4, change {c0} -> {c1}"
-        rows.append(_key_row(what, imp, imp.get("n"), "agreement", True, " pts"))
+        c0, c1 = r["change"]["contexts"]
+        cell = (cont.get("by_draft") or {}).get(r["draft"], {}).get(str(c0)) or {}
+        iv = {
+            "value": cell.get("agreement"),
+            **{
+                k.removeprefix("agreement_"): v
+                for k, v in cell.items()
+                if k.startswith("agreement_ci")
+            },
+        }
+        what = f"{r['draft']}: agreement at context {c0} on the target's continuation"
+        rows.append(_key_row(what, iv, cell.get("n_documents"), "agreement", True, "%"))
+        q = r["change"]["tokens_per_call"]
+        what = f"{r['draft']}: tokens per call ratio {c1} / {c0}"
+        rows.append(_key_row(what, q, q.get("n"), "agreement"))
     return rows
 
 
 KEY_QUANTITY = {  # the verdict quantities the introduction shows: (what, source, in points)
     "H1": ("baseline slowdown, cache off / on", "context sweeps", False),
     "H2": ("baseline time at 100 / at 20", "context_sweep", False),
-    "H4": ("acceptance change 10 -> 100, same prompts", "context_sweep", True),
+    "H4": ("tokens per call ratio 100 / 10, same prompts", "context_sweep", False),
 }
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from specdec_lib.analysis.rules import rules_sha256
 from specdec_lib.config import SamplingConfig
 from specdec_lib.environment.tracking import (
     Tracker,
@@ -135,6 +136,7 @@ def run_environment(
     env["wall_s_experiment"] = wall  # this process's share when prompts were resumed
     env["resumed_prompts"] = checkpoint.resumed  # rows measured by an interrupted run
     env.update(memory_peaks(env["device"]))
+    env["rules_sha256"] = rules_sha256()  # the verdict rules in force when this was measured
     return env
 
 

@@ -262,3 +262,78 @@ def earlier_study(published: pd.DataFrame) -> Any:
     legend_outside(a2, fontsize="small")
     fig.suptitle("The earlier study (T4, gemma-3-4b-pt with gemma-3-1b-pt), as reported")
     return fig
+
+
+def ladder_dose_response(
+    cont: dict[str, Any],
+    own: set[str],
+    published: tuple[float, float],
+    threshold: float,
+    decisive: str | None = None,
+) -> Any:
+    """The ladder as a dose-response: each draft's agreement at the range's first context on the
+    target's own continuation (x) against its tokens-per-call ratio over the range (y, 95%
+    whiskers), the threshold as a line, the earlier study's pair as a star (its level implied by
+    its acceptance); the draft that decides H3 ringed."""
+    changes = cont.get("changes") or {}
+    levels = cont.get("levels") or {}
+    pts = [(d, levels.get(d), ch["tokens_per_call"]) for d, ch in changes.items()]
+    pts = [(d, x, q) for d, x, q in pts if x is not None and q.get("value") is not None]
+    if not pts:
+        return None
+    fig, axes = new_figure(1, 7.0, 4.4)
+    ax = axes[0]
+    for d, x, q in pts:
+        shared = d not in own
+        marker = "x" if shared else "o"
+        errorbars(ax, [100 * x], [q["value"]], [q.get("ci_low")], [q.get("ci_high")], None,
+                  marker=marker, ls="none", color="tab:grey" if shared else "tab:blue")  # fmt: skip
+        ax.annotate(d, (100 * x, q["value"]), textcoords="offset points", xytext=(4, 4),
+                    fontsize="x-small")  # fmt: skip
+        if d == decisive:
+            ax.plot([100 * x], [q["value"]], "o", ms=14, mfc="none", mec="tab:green",
+                    label=f"decides H3: {d}")  # fmt: skip
+    ax.plot([100 * published[0]], [published[1]], "*", ms=14, color="tab:red",
+            label="earlier study (level implied by its acceptance)")  # fmt: skip
+    ax.axhline(threshold, color="tab:red", ls=":", lw=1, label=f"threshold {threshold:.2f}")
+    ax.axhline(1.0, color="black", lw=0.5)
+    c0, c1 = cont.get("test_range") or (10, 100)
+    ax.set(
+        xlabel=f"agreement at context {c0} on the target's own continuation (%)",
+        ylabel=f"tokens per call, context {c1} / {c0}",
+        title=f"the ladder (n = {cont.get('n_documents')} documents; o: own weights and cache, "
+        "x: reads the target's states, or no context)",
+    )
+    ax.set_xlim(0, 100)
+    legend_outside(ax, fontsize="small")
+    return fig
+
+
+def replay_vs_context(cont: dict[str, Any]) -> Any:
+    """Replayed tokens per call (left) and acceptance (right) of every draft against context,
+    with 95% whiskers over documents: what a greedy run with K would see on the target's own
+    continuation."""
+    by = cont.get("by_draft") or {}
+    if not by:
+        return None
+    fig, axes = new_figure(2, 10.0, 4.0)
+    contexts: list[int] = []
+    for d, cells in by.items():
+        cs = sorted(int(c) for c in cells)
+        contexts += cs
+        for ax, key, scale in ((axes[0], "tokens_per_call", 1.0), (axes[1], "acceptance", 100.0)):
+            v = [scale * cells[str(c)][key] for c in cs]
+            lo = [scale * cells[str(c)][f"{key}_ci_low"] for c in cs]
+            hi = [scale * cells[str(c)][f"{key}_ci_high"] for c in cs]
+            errorbars(ax, cs, v, lo, hi, d)
+    k = cont.get("k")
+    n = cont.get("n_documents")
+    axes[0].set(ylabel=f"tokens per target call (K = {k})", ylim=(0, None),
+                title=f"replayed on the target's greedy continuation (n = {n})")  # fmt: skip
+    axes[1].set(ylabel="acceptance (%)", ylim=(0, 100), title="accepted / proposed")
+    for ax in axes:
+        log_axis(ax, sorted(set(contexts)))
+        ax.set_xlabel("context (tokens)")
+        ax.axvspan(10, 100, color="grey", alpha=0.08)
+    legend_outside(axes[1], fontsize="x-small")
+    return fig

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from specdec_lib.analysis import rules
+from specdec_lib.analysis.agreement import SEPARATE
 from specdec_lib.reporting.earlier import earlier_recomputed
 from specdec_lib.reporting.figures import arms as A
 from specdec_lib.reporting.figures import context as C
@@ -70,6 +72,25 @@ def earlier_style_vs_paired(summary: dict[str, Any], rows: Rows) -> Any:
 def agreement_vs_context(summary: dict[str, Any], rows: Rows) -> Any:
     """Teacher-forced agreement per context, beside the earlier study's acceptance."""
     return C.agreement_vs_context(summary, published=earlier_recomputed())
+
+
+def ladder_dose_response(summary: dict[str, Any], rows: Rows) -> Any:
+    """The ladder's change against its level, with the threshold and the earlier study's pair."""
+    cont = summary.get("continuation") or {}
+    own = {d for d, k in (summary.get("kinds") or {}).items() if k == SEPARATE}
+    levels = {d: v for d, v in (cont.get("levels") or {}).items() if d in own}
+    return C.ladder_dose_response(
+        cont,
+        own,
+        (rules.published_level(), rules.published_ratio()),
+        rules.MATERIAL_RATIO,
+        decisive=rules.decisive_draft(levels),
+    )
+
+
+def replay_vs_context(summary: dict[str, Any], rows: Rows) -> Any:
+    """Replayed tokens per call and acceptance of every draft against context."""
+    return C.replay_vs_context(summary.get("continuation") or {})
 
 
 def measured_vs_predicted(summary: dict[str, Any], rows: Rows) -> Any:

@@ -15,14 +15,15 @@ from pathlib import Path
 
 # fmt: off
 from specdec_lib.analysis.changes import acceptance_change, growth
+from specdec_lib.analysis.rules import published_level, published_ratio
 from specdec_lib.analysis.theory import a_from_rate, rate_from_a
 from specdec_lib.reporting.earlier import (earlier_baseline_time, earlier_drop, earlier_recomputed,
                                            earlier_study, earlier_table)
 from specdec_lib.reporting.figures.book import (
     fig_accepted_histogram, fig_acceptance_vs_context, fig_agreement_vs_context,
-    fig_baseline_growth, fig_divergence_margins, fig_earlier_study, fig_measured_vs_predicted,
-    fig_position_acceptance, fig_prompt_confound, fig_speedup_vs_context, fig_time_split,
-    fig_training_curve)
+    fig_baseline_growth, fig_divergence_margins, fig_earlier_study, fig_ladder,
+    fig_measured_vs_predicted, fig_position_acceptance, fig_prompt_confound, fig_replay,
+    fig_speedup_vs_context, fig_time_split, fig_training_curve)
 from specdec_lib.reporting.figures.style import new_figure, show
 from specdec_lib.reporting.format import (admonition, ci, ci_pct, common_markdown, md_table,
                                           missing_note, num, pct, split_common)
@@ -31,7 +32,8 @@ from specdec_lib.reporting.tables import (
     identity_table, k_sweep_table, peers_table, sampling_table, study_table, total_batch_seconds,
     transformer_note)
 from specdec_lib.reporting.verdicts import (LABELS, bottom_line, h3_per_draft, key_numbers,
-                                            rule_markdown, scope, verdict_table, verdicts)
+                                            replay_check_sentence, rule_markdown, scope,
+                                            verdict_table, verdicts)
 from specdec_lib.results.catalog import EXPERIMENTS, NOTEBOOKS
 from specdec_lib.results.read import (book_profile, damaged_results, load_results,
                                       profiles_with_results)
@@ -43,14 +45,15 @@ __all__ = [
     "config_table", "damaged_results", "earlier_baseline_time", "earlier_drop",
     "earlier_recomputed", "earlier_study", "earlier_table", "env_table",
     "fig_accepted_histogram", "fig_acceptance_vs_context", "fig_agreement_vs_context",
-    "fig_baseline_growth", "fig_divergence_margins", "fig_earlier_study",
-    "fig_measured_vs_predicted", "fig_position_acceptance", "fig_prompt_confound",
+    "fig_baseline_growth", "fig_divergence_margins", "fig_earlier_study", "fig_ladder",
+    "fig_measured_vs_predicted", "fig_replay", "replay_check_sentence",
+    "fig_position_acceptance", "fig_prompt_confound",
     "fig_speedup_vs_context", "fig_time_split", "fig_training_curve", "growth", "h3_per_draft",
     "headline_table", "identity_clause", "identity_sentence", "identity_table", "k_sweep_table",
     "key_numbers", "load_results", "md_table", "missing_note", "new_figure", "num", "pct",
     "peers_table", "profiles_with_results", "rate_from_a", "rule_markdown", "sampling_table",
     "scope", "show", "split_common", "study_table", "total_batch_seconds", "transformer_note",
-    "verdict_table", "verdicts",
+    "verdict_table", "verdicts", "published_level", "published_ratio",
 ]  # fmt: skip
 
 

@@ -194,3 +194,41 @@ def continuation_summary(
         "levels": {d: by_draft[d].get(str(c0), {}).get("agreement") for d in drafts},
         "target_consistency": consistency,
     }
+
+
+def replay_check(
+    replay_rows: Sequence[dict[str, Any]],
+    replay_arms: dict[str, str],
+    timed_rows: Sequence[dict[str, Any]],
+    timed_arms: dict[str, str],
+    k: int,
+) -> dict[str, Any]:
+    """The replay against real timed runs of the same drafts (matched by spec) on the same
+    documents, anchors and contexts: per draft, how many runs' accepted / proposed the replay
+    reproduces exactly, and how many baseline runs emitted the very continuation the replay
+    used. Only runs of the replay's length and K are comparable."""
+    by_spec = {spec: name for name, spec in replay_arms.items()}
+    key = lambda r: (int(r["article"]), int(r["anchor"]), int(r["context"]))  # noqa: E731
+    replayed = {(r["draft"], *key(r)): r for r in replay_rows}
+    g = {key(r): r.get("tokens") for r in replay_rows if r["draft"] == CONSISTENCY}
+    out: dict[str, Any] = {"drafts": {}, "continuations": {"same": 0, "compared": 0}}
+    for r in timed_rows:
+        if int(r.get("k") or k) != k and r.get("draft") != "none":
+            continue
+        if r.get("method") == "baseline" and key(r) in g and r.get("tokens") is not None:
+            n = len(str(g[key(r)]).split())
+            out["continuations"]["compared"] += 1
+            out["continuations"]["same"] += str(r["tokens"]).split()[:n] == str(g[key(r)]).split()
+            continue
+        name = by_spec.get(timed_arms.get(str(r.get("method")), ""))
+        rep = replayed.get((name, *key(r))) if name else None
+        if rep is None:
+            continue
+        m = _matches(rep)
+        if int(r["new_tokens"]) != len(m):
+            continue
+        x = replay_chain(m, k)
+        d = out["drafts"].setdefault(str(r["method"]), {"replay": name, "same": 0, "compared": 0})
+        d["compared"] += 1
+        d["same"] += (x.accepted, x.proposed) == (int(r["accepted"]), int(r["proposed"]))
+    return out

@@ -86,6 +86,56 @@ def commits_markdown(p: Any) -> str:
     return "\n".join(lines)
 
 
+RULES_FILE = "specdec_lib/analysis/rules.py"
+FIRST_ROUND = (
+    "The verdict rules were revised once after numbers existed. The first H3 rule ('supported "
+    "when the interval of the implied-acceptance change lies below 0') was replaced at `fff36cb` "
+    "by a three-way rule with a material fall of 5 points, after a full embedded batch had been "
+    "computed at `ba996bb`; on those numbers the old rule would have said *supported* and the "
+    "new one said *not supported*. That revision was made because the old rule let an interval "
+    "be 'below 0' and 'above the published fall' at once (two labels for one interval), but it "
+    "was made knowing the numbers, so those verdicts were not pre-registered. This round's rules "
+    "(H3 and H4 on tokens per call, decided on the draft nearest the published level) were "
+    "committed before the batch the book shows; the lines below check that from the files."
+)
+
+
+def rules_markdown(p: Any) -> str:
+    """When the verdict rules were fixed against when the results were measured: the commit that
+    last changed the rules, whether every result records the rules' current hash, and whether
+    the rules' commit is an ancestor of each result's commit (rules first, then numbers)."""
+    from specdec_lib.analysis.rules import rules_sha256
+
+    lines = [FIRST_ROUND, ""]
+    last = _git("log", "-1", "--format=%H %cs", "--", RULES_FILE)
+    if last is None or not last:
+        lines.append("- The rules' commit is unknown (no git history here).")
+        rules_commit = None
+    else:
+        rules_commit, day = last.split()
+        lines.append(f"- The rules were last changed at `{rules_commit[:12]}` ({day}).")
+    now = rules_sha256()
+    for name, res in p.results.items():
+        recorded = res.env.get("rules_sha256")
+        c = res.env.get("git_commit") or ""
+        if recorded is None:
+            state = "records no rules hash (measured before rules were recorded)"
+        elif recorded == now:
+            state = "was measured under the current rules (same hash)"
+        else:
+            state = "was measured under **other rules** than the current ones"
+        order = ""
+        if rules_commit and c:
+            after = _git("merge-base", "--is-ancestor", rules_commit, c)
+            order = (
+                f", at `{c[:12]}`, after the rules' commit"
+                if after is not None
+                else f", at `{c[:12]}`, **not after** the rules' commit"
+            )
+        lines.append(f"- `{name}` {state}{order}.")
+    return "\n".join(lines)
+
+
 def build_markdown() -> str:
     """The machine and versions that built the book (not those that measured the results)."""
     try:

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from specdec_lib.analysis import rules
+from specdec_lib.analysis.replay import replay_check
 from specdec_lib.analysis.verdicts import Finding, findings, ladder
 from specdec_lib.reporting.earlier import earlier_drop, earlier_recomputed
 from specdec_lib.reporting.format import admonition, as_float, central, ci, finite, num, pct
@@ -502,3 +503,33 @@ def key_numbers(p: Profile) -> pd.DataFrame | None:
             )
     rows = [r for r in rows if r is not None]
     return pd.DataFrame(rows) if rows else None
+
+
+def replay_check_sentence(p: Profile) -> str | None:
+    """Whether the replay reproduced the real timed runs of the same drafts on the same
+    documents and contexts (analysis.replay.replay_check), in one sentence; None without both."""
+    agr, sweep = p.get("agreement"), p.get("context_sweep")
+    if agr is None or sweep is None or not agr.summary.get("continuation"):
+        return None
+    k = int(agr.config.get("k", 4))
+    rows = [r for r in agr.rows if r.get("view") == "continuation"]
+    chk = replay_check(
+        rows, agr.config.get("arms") or {}, sweep.rows, sweep.config.get("arms") or {}, k
+    )
+    cont = chk["continuations"]
+    parts = [
+        f"`{m}`: {d['same']} of {d['compared']} runs"
+        for m, d in chk["drafts"].items()
+        if d["compared"]
+    ]
+    if not parts and not cont["compared"]:
+        return (
+            "No timed run shares a document, context, length and K with the replay, so the "
+            "replay was not checked against timed runs here."
+        )
+    return (
+        "Checked against the timed sweep on the documents and contexts both share: the "
+        f"continuation the replay scored is the timed baseline's own output in {cont['same']} of "
+        f"{cont['compared']} runs, and the replayed accepted / proposed equal the timed runs' "
+        f"exactly for " + ("; ".join(parts) if parts else "no draft (none is in both)") + "."
+    )

@@ -181,6 +181,7 @@ def _rows_at(
     rows = []
     for name, guess in {**guesses, **control}.items():
         match = [int(a == b) for a, b in zip(reference, guess, strict=True)]
+        tokens = {"tokens": " ".join(map(str, cont))} if name == CONSISTENCY else {}
         rows.append(
             {
                 "view": view,
@@ -195,6 +196,7 @@ def _rows_at(
                 "positions": T,
                 "agreement": sum(match) / T,
                 "matches": "".join(map(str, match)),
+                **tokens,
             }
         )
     return rows

@@ -18,7 +18,7 @@ from specdec_lib.analysis.changes import (
 )
 from specdec_lib.analysis.verdicts import sweep_primary
 from specdec_lib.reporting.earlier import earlier_drop, earlier_recomputed
-from specdec_lib.reporting.figures import arms, context
+from specdec_lib.reporting.figures import arms, context, results
 from specdec_lib.reporting.tables import identity_margins
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.read import Profile, role_arm, stored_sweep_table, sweep_contexts
@@ -53,6 +53,22 @@ def fig_agreement_vs_context(p: Profile) -> Any:
     if agr is None or not any("implied_acceptance" in t for t in agr.summary.get("table") or []):
         return None
     return context.agreement_vs_context(agr.summary, arm_names(agr), earlier_recomputed())
+
+
+def fig_ladder(p: Profile) -> Any:
+    """The ladder's dose-response (agreement at context 10 against the 10 -> 100 change)."""
+    agr = p.get("agreement")
+    if agr is None or not (agr.summary.get("continuation") or {}).get("changes"):
+        return None
+    return results.ladder_dose_response(agr.summary, agr.rows)
+
+
+def fig_replay(p: Profile) -> Any:
+    """Replayed tokens per call and acceptance of every draft against context."""
+    agr = p.get("agreement")
+    if agr is None or not agr.summary.get("continuation"):
+        return None
+    return results.replay_vs_context(agr.summary, agr.rows)
 
 
 def training_record(p: Profile) -> tuple[str, dict[str, Any]] | None:

@@ -180,11 +180,16 @@ BY_NAME: dict[str, Check] = {
             "continuation_tokens",
             "n_samples",
             "anchor_min",
+            "anchor_room",
+            "n_documents",
+            "n_documents_text",
+            "n_documents_other",
             "warmup_tokens",
         )
     },
     **{key: _int(1, MAX_K) for key in ("k_start", "k_min", "k_max")},
     "contexts": _list_of(_int(1), "integers >= 1"),
+    "text_contexts": _list_of(_int(1), "integers >= 1"),
     "ks": _list_of(_int(1, MAX_K), f"integers in [1, {MAX_K}]"),
     "temperatures": _list_of(
         lambda t: None if _temperature(t) else "t",

@@ -16,6 +16,7 @@ from specdec_lib.analysis import rules
 from specdec_lib.analysis.replay import replay_check
 from specdec_lib.analysis.verdicts import Finding, findings, ladder
 from specdec_lib.reporting.earlier import earlier_drop, earlier_recomputed
+from specdec_lib.reporting.figures.style import records
 from specdec_lib.reporting.format import admonition, as_float, central, ci, finite, num, pct
 from specdec_lib.results.read import Profile
 from specdec_lib.results.store import ExperimentResult
@@ -512,10 +513,9 @@ def replay_check_sentence(p: Profile) -> str | None:
     if agr is None or sweep is None or not agr.summary.get("continuation"):
         return None
     k = int(agr.config.get("k", 4))
-    rows = [r for r in agr.rows if r.get("view") == "continuation"]
-    chk = replay_check(
-        rows, agr.config.get("arms") or {}, sweep.rows, sweep.config.get("arms") or {}, k
-    )
+    rows = [r for r in records(agr.rows) if r.get("view") == "continuation"]
+    timed = records(sweep.rows)
+    chk = replay_check(rows, agr.config.get("arms") or {}, timed, sweep.config.get("arms") or {}, k)
     cont = chk["continuations"]
     parts = [
         f"`{m}`: {d['same']} of {d['compared']} runs"

@@ -68,19 +68,24 @@ def agreement_config(S: Study) -> dict[str, Any]:
     # a notebook's n_prompts override sets the number of documents too
     n_docs = int(S.overrides.get("n_prompts") or e.get("n_documents") or e.get("n_prompts"))
     n_text = int(e.get("n_documents_text") or n_docs)
+    n_other = int(e.get("n_documents_other") or n_docs)
+    test = [int(c) for c in e.get("test_range", [10, 100])]
     by = str(e.get("continuation_by") or "best")
     cfg = {
         **base_config(S, "agreement"),
         "contexts": ctxs,
         "anchor_min": int(e.get("anchor_min") or max(ctxs)),
         "n_documents": n_docs,
+        # the test range's contexts see every document; the others the first n_documents_other
+        "n_documents_other": min(n_other, n_docs),
         "n_documents_text": min(n_text, n_docs),
+        "text_contexts": [int(c) for c in e.get("text_contexts") or ctxs],
         # the lossless greedy run that produces the target's continuation (a preset's own K)
         "continuation_by": by,
         "continuation_k": int(parse(by).k or int(S.profile.get("k", 4))),
         "continuation_tokens": int(e["continuation_tokens"]),
         "primary": str(e.get("primary") or next(iter(specs))),
-        "test_range": [int(c) for c in e.get("test_range", [10, 100])],
+        "test_range": test,
         "arms": specs,
     }
     if cfg["primary"] not in specs:
@@ -115,22 +120,25 @@ def _agreement(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
     greedy = make_arm(S, loaded, "continuation", cfg["continuation_by"], cfg["continuation_k"])
     spec = SpecConfig(k=cfg["continuation_k"], max_new_tokens=T)
     rows: list[dict[str, Any]] = []
-    bar = tqdm(total=len(docs) * len(ctxs), desc="agreement (documents x contexts)")
-    for i, p in enumerate(docs):
-        for c in ctxs:
-            seq, cont = _window(tokens[p.article], p.anchor, c, T, bos)
-            prompt = seq[: len(seq) - (T - 1)]  # BOS + the c tokens before the anchor
-            g = greedy.generator.generate_ids(prompt, spec, SamplingConfig()).tokens
-            new = _rows_at(loaded.model, drafters, kinds, prompt + g[:-1], g, i, p, c, CONTINUATION)
-            if i < cfg["n_documents_text"]:
-                new += _rows_at(loaded.model, drafters, kinds, seq, cont, i, p, c, TEXT)
-            for row in new:
-                rows.append(row)
-                on_row(row)
-            bar.update(1)
+    todo = [(i, p, c) for i, p in enumerate(docs) for c in ctxs if _scored(cfg, i, c)]
+    bar = tqdm(total=len(todo), desc="agreement (documents x contexts)")
+    for i, p, c in todo:
+        seq, cont = _window(tokens[p.article], p.anchor, c, T, bos)
+        prompt = seq[: len(seq) - (T - 1)]  # BOS + the c tokens before the anchor
+        g = greedy.generator.generate_ids(prompt, spec, SamplingConfig()).tokens
+        new = _rows_at(loaded.model, drafters, kinds, prompt + g[:-1], g, i, p, c, CONTINUATION)
+        if i < cfg["n_documents_text"] and c in cfg["text_contexts"]:
+            new += _rows_at(loaded.model, drafters, kinds, seq, cont, i, p, c, TEXT)
+        for row in new:
+            rows.append(row)
+            on_row(row)
+        bar.update(1)
     bar.close()
     summary = agreement_summary(
-        [r for r in rows if r["view"] == TEXT], ctxs, k=cfg["k"], test_range=cfg["test_range"]
+        [r for r in rows if r["view"] == TEXT],
+        cfg["text_contexts"],
+        k=cfg["k"],
+        test_range=cfg["test_range"],
     )
     summary[CONTINUATION] = continuation_summary(
         [r for r in rows if r["view"] == CONTINUATION],
@@ -145,6 +153,12 @@ def _agreement(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
     if extra:
         summary["draft_records"] = extra
     return Run(rows, summary)
+
+
+def _scored(cfg: dict[str, Any], doc: int, context: int) -> bool:
+    """Whether document `doc` is scored at `context`: every document in the test range, the
+    first n_documents_other elsewhere."""
+    return context in cfg["test_range"] or doc < cfg["n_documents_other"]
 
 
 def _window(
@@ -181,7 +195,7 @@ def _rows_at(
     rows = []
     for name, guess in {**guesses, **control}.items():
         match = [int(a == b) for a, b in zip(reference, guess, strict=True)]
-        tokens = {"tokens": " ".join(map(str, cont))} if name == CONSISTENCY else {}
+        tokens = " ".join(map(str, cont)) if name == CONSISTENCY else None
         rows.append(
             {
                 "view": view,
@@ -196,7 +210,7 @@ def _rows_at(
                 "positions": T,
                 "agreement": sum(match) / T,
                 "matches": "".join(map(str, match)),
-                **tokens,
+                "tokens": tokens,
             }
         )
     return rows

@@ -58,11 +58,19 @@ def sweep_config(S: Study, experiment: str) -> dict[str, Any]:
         specs = {m: v for m, v in specs.items() if m in keep}
     contexts = [int(c) for c in e["contexts"]]
     n = int(e["n_prompts"])
+    if experiment == "context_sweep_nocache" and S.exp(experiment).get("n_prompts"):
+        # the ablation may run on the first of the sweep's prompts only (the same documents:
+        # make_prompts is prefix-stable), to save the cost of recomputing every prefix
+        n = min(n, int(S.exp(experiment)["n_prompts"]))
     beyond = e.get("n_prompts_beyond_100")
     return {
         **base_config(S, experiment),
         "contexts": contexts,
         "anchor_min": int(e.get("anchor_min") or max(contexts)),
+        # room kept after each anchor (make_prompts): with the agreement's anchor_min and
+        # continuation_tokens, the sweep's prompts are the first of the agreement's documents,
+        # so the replay can be checked against these timed runs (analysis.replay.replay_check)
+        "anchor_room": int(e.get("anchor_room", 0)),
         "n_prompts": n,
         "n_prompts_by_context": {
             str(c): (int(beyond) if beyond and c > 100 else n) for c in contexts
@@ -132,7 +140,12 @@ def _sweep(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
     arms = build_arms(S, loaded, specs, cfg["k"], use_cache=use_cache)
     prompts = {
         c: prompts_for(
-            S, loaded, cfg["n_prompts_by_context"][str(c)], c, anchor_min=cfg["anchor_min"]
+            S,
+            loaded,
+            cfg["n_prompts_by_context"][str(c)],
+            c,
+            anchor_min=cfg["anchor_min"],
+            continuation_tokens=cfg.get("anchor_room", 0),
         )
         for c in cfg["contexts"]
     }

@@ -59,20 +59,23 @@ def _head_argmax(drafter: ModelDrafter, logits: torch.Tensor) -> list[int]:
     return (tmap[best] if tmap is not None else best).tolist()
 
 
-# model -> its cache-free CachedLM (weakly keyed by the model object, never by id())
+# model -> its CachedLM (weakly keyed by the model object, never by id())
 _TF_LMS: weakref.WeakKeyDictionary[torch.nn.Module, CachedLM] = weakref.WeakKeyDictionary()
 
 
 def _tf_lm(model: torch.nn.Module, vocab_size: int | None = None) -> CachedLM:
-    """A cache-free CachedLM over model (its fast view on the CPU, as decoding runs it), kept
-    per model so a view's packed weights are built once."""
+    """A CachedLM over model, as decoding runs it (its fast view on the CPU, with the KV cache:
+    on the batch-invariant path a position's logits are then the same bits whether it is scored
+    in one call over the whole sequence or in decode steps, so a teacher-forced guess is the
+    guess a decoding run makes; a cache-free forward falls back to SDPA, whose bfloat16 rounding
+    differs), kept per model so a view's packed weights are built once."""
     if model not in _TF_LMS:
-        _TF_LMS[model] = CachedLM(model, use_cache=False, vocab_size=vocab_size)
+        _TF_LMS[model] = CachedLM(model, use_cache=True, vocab_size=vocab_size)
     return _TF_LMS[model]
 
 
 def _last_logits(lm: CachedLM, seq: Sequence[int], n: int) -> torch.Tensor:
-    """The logits of the last n positions of seq through a cache-free CachedLM: [n, V]."""
+    """The logits of the last n positions of seq, all of seq in one call: [n, V]."""
     lm.reset()
     return lm.extend(list(seq), n)
 
@@ -117,8 +120,8 @@ def teacher_forced_guesses(
     target_model: torch.nn.Module, drafters: dict[str, Any], seq: Sequence[int], n: int
 ) -> tuple[list[int], dict[str, list[int]]]:
     """The target's greedy next token at the last n positions of seq and each draft's guess
-    there, every model seeing the same seq (teacher forcing, no KV cache, each model through
-    the same fast view decoding uses).
+    there, every model seeing the same seq (teacher forcing in one call, each model through
+    the same fast view and cache decoding uses).
 
     One target forward. A draft that is the target's first L layers + final norm + a head
     (`exit_layers`) is read from the target's own layer-L output in that forward (a hook),

@@ -217,32 +217,3 @@ def test_repeated_ngram_share_counts_generated_ngrams_exactly():
 def test_repeated_ngram_share_of_too_short_output_is_zero():
     assert repeated_ngram_share([1, 2], n=4) == 0.0
     assert repeated_ngram_share([], n=2, context=[1, 2, 3]) == 0.0
-
-
-# the power of a paired comparison, checked against arithmetic done by hand:
-# diffs 1..5: n = 5, mean = 3, sample variance = (4 + 1 + 0 + 1 + 4) / 4 = 2.5, sd = sqrt(2.5);
-# z_0.975 = 1.959964, z_0.8 = 0.841621, their sum 2.801585; sd / sqrt(n) = sqrt(2.5 / 5) = 0.707107
-DIFFS = [1.0, 2.0, 3.0, 4.0, 5.0]
-
-
-def test_detectable_effect_is_z_sum_times_sd_over_root_n():
-    # 2.801585 * 0.707107 = 1.981015 (sd^2 in place of sd gives 3.13, the population sd 1.77)
-    assert stats.detectable_effect(DIFFS) == pytest.approx(1.981015, abs=1e-5)
-    # alpha 0.1, power 0.5: z_0.95 + z_0.5 = 1.644854 + 0, times 0.707107 = 1.163087
-    assert stats.detectable_effect(DIFFS, power=0.5, alpha=0.1) == pytest.approx(1.163087, abs=1e-5)
-    assert math.isnan(stats.detectable_effect([2.0]))  # one difference: no SD
-    assert stats.detectable_effect([*DIFFS, float("nan")]) == stats.detectable_effect(DIFFS)
-
-
-def test_prompts_to_decide_is_where_the_detectable_effect_meets_the_distance():
-    # threshold 2: distance 1; n = 2.801585^2 * 2.5 / 1^2 = 7.848879 * 2.5 = 19.62 -> 20
-    assert stats.prompts_to_decide(DIFFS, 2.0) == 20
-    assert stats.prompts_to_decide(DIFFS, 4.0) == 20  # the same distance on the other side
-    # threshold 0: distance 3; n = 19.62 / 9 = 2.18 -> 3
-    assert stats.prompts_to_decide(DIFFS, 0.0) == 3
-    # and at that n the detectable effect is no larger than the distance
-    assert 2.801585 * math.sqrt(2.5) / math.sqrt(20) <= 1.0 < 2.801585 * math.sqrt(2.5 / 19)
-    assert stats.prompts_to_decide(DIFFS, 3.0) is None  # the mean sits on the threshold
-    assert stats.prompts_to_decide(DIFFS, -100.0) == 2  # far away: an SD still needs two
-    with pytest.raises(ValueError):
-        stats.detectable_effect(DIFFS, power=1.0)

@@ -1,5 +1,5 @@
-"""The project's statistics, done once: a paired bootstrap interval, a chi-square goodness of
-fit with its power, and the power of a paired comparison.
+"""The project's statistics, done once: a paired bootstrap interval and a chi-square goodness of
+fit with its power.
 
 - `bootstrap`: one function for every interval in the study (medians and means over prompts,
   pooled ratios such as the paired speedup or the acceptance rate, changes between contexts on
@@ -11,9 +11,6 @@ fit with its power, and the power of a paired comparison.
   low expected count pooled into one bin, beside the total-variation distance.
 - `detectable_tvd`: the smallest total-variation distance such a test detects with the stated
   power, from the noncentral chi-square distribution.
-- `detectable_effect` / `prompts_to_decide`: the smallest true mean paired difference a
-  two-sided test detects with the stated power at the observed SD, and how many prompts would
-  tell the observed mean from a threshold (the normal approximation).
 
 Knows nothing about models, torch, result files or the book: it takes arrays.
 """
@@ -21,7 +18,6 @@ Knows nothing about models, torch, result files or the book: it takes arrays.
 from __future__ import annotations
 
 import math
-import statistics
 import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -279,50 +275,3 @@ def power_summary(tests: Sequence[dict[str, Any]], tvd_target: float = 0.05) -> 
         "tvd_target": tvd_target,
         "samples_for_target": samples_to_detect(tvd_target, c["dof"]) if c["dof"] else None,
     }
-
-
-# --------------------------------------------------------------------------------------------
-# the power of a paired comparison (e.g. per-prompt speedup differences between two arms)
-
-
-def _finite(diffs: Sequence[float]) -> list[float]:
-    return [float(d) for d in diffs if math.isfinite(float(d))]
-
-
-def _z_sum(power: float, alpha: float) -> float:
-    """z_{1-alpha/2} + z_{power} of the standard normal."""
-    if not (0 < alpha < 1 and 0 < power < 1):
-        raise ValueError(f"alpha and power must lie in (0, 1), got {alpha} and {power}")
-    z = statistics.NormalDist()
-    return z.inv_cdf(1 - alpha / 2) + z.inv_cdf(power)
-
-
-def detectable_effect(diffs: Sequence[float], power: float = POWER, alpha: float = ALPHA) -> float:
-    """The smallest true mean paired difference that a two-sided test at level alpha detects
-    with probability `power`, for these n paired differences and their observed sample SD:
-    (z_{1-alpha/2} + z_{power}) * sd / sqrt(n). The normal approximation (a z-test with the SD
-    taken as known); a t-test on few prompts needs a somewhat larger effect. Non-finite
-    differences are dropped; with fewer than two left there is no SD: nan."""
-    xs = _finite(diffs)
-    if len(xs) < 2:
-        return math.nan
-    return _z_sum(power, alpha) * statistics.stdev(xs) / math.sqrt(len(xs))
-
-
-def prompts_to_decide(
-    diffs: Sequence[float], threshold: float, power: float = POWER, alpha: float = ALPHA
-) -> int | None:
-    """The number of prompts at which the distance between the observed mean difference and
-    `threshold` equals `detectable_effect` (same SD, same normal approximation): the n at which
-    a test would, with probability `power`, tell a true mean this far from the threshold from
-    the threshold. ceil((z_{1-alpha/2} + z_{power})^2 * sd^2 / (mean - threshold)^2), at least 2
-    (an SD needs two). None when the mean equals the threshold (no n decides) or when fewer than
-    two finite differences give no SD."""
-    xs = _finite(diffs)
-    if len(xs) < 2:
-        return None
-    distance = abs(statistics.fmean(xs) - threshold)
-    if distance == 0:
-        return None
-    n = (_z_sum(power, alpha) * statistics.stdev(xs) / distance) ** 2
-    return max(2, math.ceil(n))

@@ -134,33 +134,6 @@ def h2_single_baseline(p: Profile, published: pd.DataFrame) -> Finding:
     return Finding("H2", label, g, (ref, c1), arithmetic)
 
 
-def agreement_primary(res: ExperimentResult) -> str | None:
-    """H3's primary draft: the one the profile named before the run."""
-    head = res.summary.get("headline") or {}
-    prim = res.summary.get("primary") or res.config.get("primary")
-    return prim if prim in head else None
-
-
-def divergent_drafts(res: ExperimentResult) -> list[str]:
-    """The agreement's drafts that do not share the target's hidden states (no bigram)."""
-    kinds = res.summary.get("kinds") or {}
-    return [d for d, k in kinds.items() if not k.startswith(("shares", "context-free", "control"))]
-
-
-def agreement_at(res: ExperimentResult, draft: str, context: int) -> float | None:
-    """The mean per-position agreement of one draft at one context."""
-    return ((res.summary.get("by_draft") or {}).get(draft, {}).get(str(context)) or {}).get("mean")
-
-
-def h3_label(res: ExperimentResult, draft: str, implied_change: dict) -> str | None:
-    """H3's rule on one draft's change, or None for a draft that is no test of H3 (it shares the
-    target's states, is context-free, or is the target against the text)."""
-    kind = (res.summary.get("kinds") or {}).get(draft)
-    if kind is None or kind.startswith(("shares", "context-free")):
-        return None
-    return rules.h3_rule(rules.Interval.of(implied_change))
-
-
 def separate_drafts(res: ExperimentResult) -> list[str]:
     """The agreement's drafts that are their own computation (own weights and KV cache)."""
     kinds = res.summary.get("kinds") or {}

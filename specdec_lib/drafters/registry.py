@@ -368,8 +368,3 @@ def build_drafter(
     """A drafter for this target (`build`); fit_ids() gives the fit split's ids."""
     ctx = DraftContext(target, fit_ids, dtype=dtype, device=device, use_cache=use_cache, k=k)
     return build(spec, ctx)
-
-
-def preset_k(spec: str) -> int | None:
-    """The K a preset carries (None for a plain spec)."""
-    return parse(spec).k

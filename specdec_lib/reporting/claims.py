@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from specdec_lib.analysis.verdicts import Finding, agreement_primary, divergent_drafts, findings
+from specdec_lib.analysis.verdicts import Finding, findings, ladder
 from specdec_lib.reporting.earlier import earlier_drop, earlier_recomputed
 from specdec_lib.reporting.format import as_float, central, finite, interval_n, md_table, num
 from specdec_lib.reporting.performance import BENCH_FILE, read_bench
@@ -259,31 +259,32 @@ def key_number_claims(p: Profile) -> list[Claim]:
     return [c for c in out if c is not None]
 
 
-IMPLIED = "implied_acceptance"
-
-
 def _agreement_claims(p: Profile, s: dict[str, Any]) -> list[Claim | None]:
-    """As reporting.verdicts._agreement_key_rows: the primary draft and every draft that
-    computes apart from the target, at both ends of the test range, and the implied change."""
+    """As reporting.verdicts._agreement_key_rows: each draft of the ladder that is a test of
+    H3, its level (agreement at the range's first context on the target's own continuation)
+    and its tokens-per-call ratio over the range."""
     res = p.get("agreement")
-    drafts = dict.fromkeys(x for x in [agreement_primary(res), *divergent_drafts(res)] if x)
     out: list[Claim | None] = []
     src = _source(p, "agreement", "summary.json")
-    for d in drafts:
-        ch = (s.get("headline") or {}).get(d, {}).get("change_test")
-        if not ch:
+    for r in ladder(res):
+        if r["label"] is None:
             continue
-        c0, c1 = ch["contexts"]
-        for c in (c0, c1):
-            raw = (s.get("by_draft") or {}).get(d, {}).get(str(c)) or {}
-            cell = {"value": raw.get("mean"), **raw, "n": raw.get("n_documents")}
-            key = "value" if "value" in raw else "mean"  # what the key-numbers table reads
-            expr = f"at(summary(p, 'agreement'), 'by_draft', {d!r}, {str(c)!r}, {key!r})"
-            what = f"{d}: per-position agreement at context {c}"
-            out.append(_claim("key numbers", what, cell, src, expr))
-        expr = f"at(summary(p, 'agreement'), 'headline', {d!r}, 'change_test', {IMPLIED!r})"
-        what = f"{d}: implied acceptance at K = 4, change {c0} -> {c1}"
-        out.append(_claim("key numbers", what, ch[IMPLIED], src, expr))
+        d = r["draft"]
+        c0, c1 = r["change"]["contexts"]
+        raw = ((s.get("continuation") or {}).get("by_draft") or {}).get(d, {}).get(str(c0)) or {}
+        cell = {
+            "value": raw.get("agreement"),
+            "ci_low": raw.get("agreement_ci_low"),
+            "ci_high": raw.get("agreement_ci_high"),
+            "n": raw.get("n_documents"),
+        }
+        where = f"'continuation', 'by_draft', {d!r}, {str(c0)!r}, 'agreement'"
+        expr = f"at(summary(p, 'agreement'), {where})"
+        what = f"{d}: agreement at context {c0} on the target's continuation"
+        out.append(_claim("key numbers", what, cell, src, expr))
+        expr = f"at(summary(p, 'agreement'), 'continuation', 'changes', {d!r}, 'tokens_per_call')"
+        what = f"{d}: tokens per call ratio {c1} / {c0}"
+        out.append(_claim("key numbers", what, r["change"]["tokens_per_call"], src, expr))
     return out
 
 

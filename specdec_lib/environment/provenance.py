@@ -100,6 +100,27 @@ FIRST_ROUND = (
 )
 
 
+def _rules_in_tree(commit: str, recorded: str | None) -> str:
+    """Whether the result's own commit already held the rules it records: then they were
+    committed before it was measured. Read from git by content, so a rebase that gives the
+    same tree another history does not matter; unknown where the commit is not here."""
+    import hashlib
+
+    try:
+        out = subprocess.run(
+            ["git", "show", f"{commit}:{RULES_FILE}"],
+            cwd=ROOT,
+            capture_output=True,
+            timeout=10,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "a commit this checkout does not hold (the rules' order cannot be checked)"
+    if recorded and hashlib.sha256(out).hexdigest() == recorded:
+        return "whose committed tree already held these rules (fixed before the numbers)"
+    return "whose committed tree held **other rules** than those the result records"
+
+
 def rules_markdown(p: Any) -> str:
     """When the verdict rules were fixed against when the results were measured: the commit that
     last changed the rules, whether every result records the rules' current hash, and whether
@@ -110,7 +131,6 @@ def rules_markdown(p: Any) -> str:
     last = _git("log", "-1", "--format=%H %cs", "--", RULES_FILE)
     if last is None or not last:
         lines.append("- The rules' commit is unknown (no git history here).")
-        rules_commit = None
     else:
         rules_commit, day = last.split()
         lines.append(f"- The rules were last changed at `{rules_commit[:12]}` ({day}).")
@@ -124,14 +144,7 @@ def rules_markdown(p: Any) -> str:
             state = "was measured under the current rules (same hash)"
         else:
             state = "was measured under **other rules** than the current ones"
-        order = ""
-        if rules_commit and c:
-            after = _git("merge-base", "--is-ancestor", rules_commit, c)
-            order = (
-                f", at `{c[:12]}`, after the rules' commit"
-                if after is not None
-                else f", at `{c[:12]}`, **not after** the rules' commit"
-            )
+        order = f", at `{c[:12]}`, {_rules_in_tree(c, recorded)}" if c else ""
         lines.append(f"- `{name}` {state}{order}.")
     return "\n".join(lines)
 

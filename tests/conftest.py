@@ -319,6 +319,25 @@ def assert_same_greedy_tokens(spec, cases, new_tokens: int) -> None:
     assert proposed > 0  # the drafter really drafted
 
 
+class WrongAt(Drafter):
+    """The inner drafter's proposal with token `at` replaced: a rejection there, always."""
+
+    def __init__(self, inner: Drafter, at: int):
+        self.inner, self.at = inner, at
+
+    def attach(self, target) -> None:
+        self.inner.attach(target)
+
+    def begin(self, prompt) -> None:
+        self.inner.begin(prompt)
+
+    def propose(self, seq, k, sampling, generator) -> Draft:
+        tokens = list(self.inner.propose(seq, k, sampling, generator).tokens)
+        if self.at < len(tokens):
+            tokens[self.at] = (tokens[self.at] + 1) % VOCAB
+        return Draft(tokens)
+
+
 # ------------------------------------------------------------------------ the smoke batch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -398,3 +417,15 @@ def files_containing(root: Path, needles) -> list[str]:
             data = p.read_bytes()
             hits += [f"{p.relative_to(root)}: {n[:6]}..." for n in needles if n.encode() in data]
     return hits
+
+
+def write_profile(folder: Path, name: str, edit) -> Path:
+    """The smoke profile under another name, changed by edit(profile), written to folder."""
+    import yaml
+
+    prof = yaml.safe_load((ROOT / "profiles" / "smoke.yaml").read_text(encoding="utf-8"))
+    prof["name"] = name
+    edit(prof)
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(prof), encoding="utf-8")
+    return path

@@ -169,6 +169,18 @@ def _agreement_row(view: str, i: int, ctx: int, d: str, m: np.ndarray) -> dict:
     }
 
 
+def _view_rows(view: str, level: dict, n_docs: int, T: int, rng) -> list[dict]:
+    """Rows of one view: per document, context and draft, T positions agreeing with
+    probability level[draft](context)."""
+    rows = []
+    for i in range(n_docs):
+        for ctx in CONTEXTS:
+            for d, f in level.items():
+                m = (rng.random(T) < f(ctx)).astype(int)
+                rows.append(_agreement_row(view, i, ctx, d, m))
+    return rows
+
+
 def _agreement(root, profile, rng):
     """Teacher-forced agreement rows (40 documents x 64 positions) summarized by
     study.agreement_summary (the real analysis): a flat primary draft, an exit that falls."""
@@ -182,12 +194,7 @@ def _agreement(root, profile, rng):
         "bigram": lambda c: 0.2,
         "target_vs_text": lambda c: 0.4 + 0.001 * c,
     }
-    rows = []
-    for i in range(n_docs):
-        for ctx in CONTEXTS:
-            for d, f in level.items():
-                m = (rng.random(T) < f(ctx)).astype(int)
-                rows.append(_agreement_row("text", i, ctx, d, m))
+    rows = _view_rows("text", level, n_docs, T, rng)
     # the replay view: a flat draft near the published level (int8, which decides H3), a
     # weaker separate one that falls (q3), the exit that falls, the shared self-draft
     replayed = {
@@ -197,12 +204,7 @@ def _agreement(root, profile, rng):
         "self": lambda c: 1.0,
         "target_vs_own_greedy": lambda c: 1.0,
     }
-    cont = []
-    for i in range(n_docs):
-        for ctx in CONTEXTS:
-            for d, f in replayed.items():
-                m = (rng.random(T) < f(ctx)).astype(int)
-                cont.append(_agreement_row("continuation", i, ctx, d, m))
+    cont = _view_rows("continuation", replayed, n_docs, T, rng)
     summary = study.agreement_summary(rows, CONTEXTS, k=K, test_range=[10, 100])
     summary["continuation"] = continuation_summary(cont, CONTEXTS, k=K, test_range=[10, 100])
     rows += cont

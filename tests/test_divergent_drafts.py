@@ -10,11 +10,11 @@ import json
 
 import pytest
 import torch
-from conftest import VOCAB, check_stats, greedy_continuation, random_prompt, tiny_gemma
+from conftest import VOCAB, WrongAt, check_stats, greedy_continuation, random_prompt, tiny_gemma
 
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import speculative_decode
-from specdec_lib.core.draft import Draft, Drafter
+from specdec_lib.core.draft import Drafter
 from specdec_lib.drafters import distilled as D
 from specdec_lib.drafters.quantized import int8_copy
 from specdec_lib.drafters.registry import DraftContext, build, parse
@@ -27,25 +27,6 @@ TINY = D.DistillConfig(
     n_layers=2, steps=14, batch=2, seq_len=16, lr=3e-3, warmup=2, top_k=8, vocab_keep=48
 )
 CASES = [(1, 3, 9), (5, 4, 0), (6, 4, 1), (9, 2, 2), (14, 5, 5), (20, 4, 13)]  # (len, K, new)
-
-
-class Wrong(Drafter):
-    """The inner drafter's proposal with token `at` replaced: a rejection there, always."""
-
-    def __init__(self, inner: Drafter, at: int):
-        self.inner, self.at = inner, at
-
-    def attach(self, target) -> None:
-        self.inner.attach(target)
-
-    def begin(self, prompt) -> None:
-        self.inner.begin(prompt)
-
-    def propose(self, seq, k, sampling, generator) -> Draft:
-        tokens = list(self.inner.propose(seq, k, sampling, generator).tokens)
-        if self.at < len(tokens):
-            tokens[self.at] = (tokens[self.at] + 1) % VOCAB
-        return Draft(tokens)
 
 
 def loaded_of(model: torch.nn.Module, tokenizer=None) -> LoadedModel:
@@ -86,7 +67,7 @@ def drafter_for(spec: str, target: torch.nn.Module, distilled_dir) -> Drafter:
 def test_divergent_drafts_reproduce_stepwise_greedy(target32, distilled_dir, spec, wrong_at):
     drafter = drafter_for(spec, target32, distilled_dir)
     if wrong_at is not None:
-        drafter = Wrong(drafter, wrong_at)
+        drafter = WrongAt(drafter, wrong_at)
     for i, (n, k, new) in enumerate(CASES):
         prompt = random_prompt(40 + i, n)
         gen = speculative_decode(CachedLM(target32), drafter, prompt, k=k, max_new_tokens=new)

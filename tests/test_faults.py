@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import write_profile
 
 from specdec_lib.cli import main
 from specdec_lib.config import SamplingConfig
@@ -434,17 +435,6 @@ def test_a_failed_notebook_fails_the_book_build_strict_or_not(smoke_baseline, tm
 
 
 # ----------------------------------------------------------------- 8. profiles
-
-
-def write_profile(folder: Path, name: str, edit) -> Path:
-    import yaml
-
-    prof = yaml.safe_load((ROOT / "profiles" / "smoke.yaml").read_text(encoding="utf-8"))
-    prof["name"] = name
-    edit(prof)
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(prof), encoding="utf-8")
-    return path
 
 
 def _set(path: str, value):

@@ -13,21 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import write_profile
 
 from specdec_lib.errors import SpecdecError
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def write_profile(folder: Path, name: str, edit) -> Path:
-    import yaml
-
-    prof = yaml.safe_load((ROOT / "profiles" / "smoke.yaml").read_text(encoding="utf-8"))
-    prof["name"] = name
-    edit(prof)
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(prof), encoding="utf-8")
-    return path
 
 
 # ----------------------------------------------------------------- 3. -p force false

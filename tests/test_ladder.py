@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import VOCAB, check_stats, greedy_continuation, random_prompt, tiny_gemma
+from conftest import VOCAB, WrongAt, check_stats, greedy_continuation, random_prompt, tiny_gemma
 
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import speculative_decode
-from specdec_lib.core.draft import Draft, Drafter
+from specdec_lib.core.draft import Drafter
 from specdec_lib.drafters.perturbed import NoiseDrafter, QuantDrafter, decoder_linears
 from specdec_lib.drafters.registry import DraftContext, build, parse
 from specdec_lib.errors import SpecdecError
@@ -21,22 +21,6 @@ from specdec_lib.runner.teacher_forced import teacher_forced_guesses
 pytestmark = pytest.mark.usefixtures("single_thread")
 
 CASES = [(1, 3, 9), (6, 4, 1), (9, 2, 12), (14, 5, 16)]  # (prompt length, K, new tokens)
-
-
-class Wrong(Drafter):
-    """The inner drafter's proposal with token `at` replaced: a rejection there, always."""
-
-    def __init__(self, inner: Drafter, at: int):
-        self.inner, self.at = inner, at
-
-    def begin(self, prompt) -> None:
-        self.inner.begin(prompt)
-
-    def propose(self, seq, k, sampling, generator) -> Draft:
-        tokens = list(self.inner.propose(seq, k, sampling, generator).tokens)
-        if self.at < len(tokens):
-            tokens[self.at] = (tokens[self.at] + 1) % VOCAB
-        return Draft(tokens)
 
 
 def draft(spec: str, target: torch.nn.Module) -> Drafter:
@@ -53,7 +37,7 @@ def weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 @pytest.mark.parametrize("spec", ["quant:4:0", "quant:2:0", "noise:300"])
 def test_greedy_decoding_with_a_perturbed_draft_is_stepwise_greedy(target32, spec, wrong_at):
     drafter = draft(spec, target32)
-    wrapped = drafter if wrong_at is None else Wrong(drafter, wrong_at)
+    wrapped = drafter if wrong_at is None else WrongAt(drafter, wrong_at)
     rejected = False
     for i, (n, k, new) in enumerate(CASES):
         prompt = random_prompt(60 + i, n)

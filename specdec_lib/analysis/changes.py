@@ -35,12 +35,12 @@ def paired_frame(rows: pd.DataFrame, method: str, contexts: Sequence[int]) -> pd
     return wide.dropna()
 
 
-def _ratio_change(a_num, a_den, b_num, b_den, axis=-1):
+def ratio_change(a_num, a_den, b_num, b_den, axis=-1):
     """(sum b_num / sum b_den) / (sum a_num / sum a_den), vectorised for the bootstrap."""
     return (b_num.sum(axis) / b_den.sum(axis)) / (a_num.sum(axis) / a_den.sum(axis))
 
 
-def _rate_change(a_num, a_den, b_num, b_den, axis=-1):
+def rate_change(a_num, a_den, b_num, b_den, axis=-1):
     """(sum b_num / sum b_den) - (sum a_num / sum a_den), vectorised for the bootstrap."""
     return b_num.sum(axis) / b_den.sum(axis) - a_num.sum(axis) / a_den.sum(axis)
 
@@ -60,7 +60,7 @@ def growth(rows: pd.DataFrame, method: str, c0: int, c1: int, per_token: bool = 
         ta, tb = w["new_tokens"][c0].to_numpy(float), w["new_tokens"][c1].to_numpy(float)
     else:
         ta = tb = np.ones_like(a)
-    iv = stats.bootstrap([a, ta, b, tb], _ratio_change)
+    iv = stats.bootstrap([a, ta, b, tb], ratio_change)
     return {**iv.as_dict(), "n_prompts": iv.n}
 
 
@@ -72,7 +72,7 @@ def acceptance_change(rows: pd.DataFrame, method: str, c0: int, c1: int) -> dict
         return _nan_interval(n_prompts=0)
     acc0, acc1 = w["accepted"][c0].to_numpy(float), w["accepted"][c1].to_numpy(float)
     pr0, pr1 = w["proposed"][c0].to_numpy(float), w["proposed"][c1].to_numpy(float)
-    iv = stats.bootstrap([acc0, pr0, acc1, pr1], _rate_change)
+    iv = stats.bootstrap([acc0, pr0, acc1, pr1], rate_change)
     with np.errstate(invalid="ignore", divide="ignore"):
         a0, a1 = acc0.sum() / pr0.sum(), acc1.sum() / pr1.sum()
     return {**iv.as_dict(), "at_c0": float(a0), "at_c1": float(a1), "n_prompts": iv.n}
@@ -86,7 +86,7 @@ def tokens_per_call_change(rows: pd.DataFrame, method: str, c0: int, c1: int) ->
         return _nan_interval(n_prompts=0)
     n0, n1 = w["new_tokens"][c0].to_numpy(float), w["new_tokens"][c1].to_numpy(float)
     k0, k1 = w["target_calls"][c0].to_numpy(float) - 1, w["target_calls"][c1].to_numpy(float) - 1
-    iv = stats.bootstrap([n0, k0, n1, k1], _ratio_change)
+    iv = stats.bootstrap([n0, k0, n1, k1], ratio_change)
     return {
         **iv.as_dict(),
         "at_c0": float(n0.sum() / k0.sum()),

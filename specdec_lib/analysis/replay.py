@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from specdec_lib.analysis import stats
+from specdec_lib.analysis.changes import rate_change, ratio_change
 
 CONTINUATION = "continuation"  # the `view` of rows scored on the target's greedy continuation
 TEXT = "text"  # the `view` of rows scored on the document's own next tokens
@@ -91,10 +92,6 @@ def _arrays(per: dict[int, tuple[float, Replay]], docs: Sequence[int]) -> dict[s
     }
 
 
-def _ratio(num, den, axis=-1):
-    return num.sum(axis) / den.sum(axis)
-
-
 def _named(iv: stats.Interval, key: str) -> dict[str, Any]:
     """{key, key_ci_low, key_ci_high} of one interval (a cell holds several)."""
     return {key: iv.value, f"{key}_ci_low": iv.low, f"{key}_ci_high": iv.high}
@@ -104,8 +101,8 @@ def replay_cell(per: dict[int, tuple[float, Replay]]) -> dict[str, Any]:
     """One draft at one context: mean agreement on g, pooled replayed acceptance and tokens
     per call, each with a bootstrap 95% interval over documents, and the counts."""
     a = _arrays(per, sorted(per))
-    acc = stats.bootstrap([a["accepted"], a["proposed"]], _ratio)
-    tpc = stats.bootstrap([a["new_tokens"], a["calls"]], _ratio)
+    acc = stats.pooled_ratio(a["accepted"], a["proposed"])
+    tpc = stats.pooled_ratio(a["new_tokens"], a["calls"])
     return {
         **_named(stats.mean(a["agreement"]), "agreement"),
         **_named(acc, "acceptance"),
@@ -116,14 +113,6 @@ def replay_cell(per: dict[int, tuple[float, Replay]]) -> dict[str, Any]:
         "calls": int(a["calls"].sum()),
         "new_tokens": int(a["new_tokens"].sum()),
     }
-
-
-def _tpc_ratio(n0, c0, n1, c1, axis=-1):
-    return (n1.sum(axis) / c1.sum(axis)) / (n0.sum(axis) / c0.sum(axis))
-
-
-def _acc_change(a0, p0, a1, p1, axis=-1):
-    return a1.sum(axis) / p1.sum(axis) - a0.sum(axis) / p0.sum(axis)
 
 
 def _rej_ratio(a0, p0, a1, p1, axis=-1):
@@ -149,9 +138,9 @@ def replay_change(
     counts = [a["accepted"], a["proposed"], b["accepted"], b["proposed"]]
     return {
         "tokens_per_call": stats.bootstrap(
-            [a["new_tokens"], a["calls"], b["new_tokens"], b["calls"]], _tpc_ratio
+            [a["new_tokens"], a["calls"], b["new_tokens"], b["calls"]], ratio_change
         ).as_dict(),
-        "acceptance": stats.bootstrap(counts, _acc_change).as_dict(),
+        "acceptance": stats.bootstrap(counts, rate_change).as_dict(),
         "rejection_ratio": stats.bootstrap(counts, _rej_ratio).as_dict(),
         "agreement": stats.bootstrap([a["agreement"], b["agreement"]], _mean_change).as_dict(),
     }

@@ -262,11 +262,11 @@ def h3_prose(f: Finding, p: Profile) -> HypothesisVerdict:
         f"rejection-rate ratio {ratio(sc['rejection_ratio'], 2)} (published "
         f"{(1 - rules.PUBLISHED_ACCEPTANCE[1]) / (1 - rules.PUBLISHED_ACCEPTANCE[0]):.2f})."
     )
+    levels = [r["level"] for r in others] + [a["level"]]
     if others:
         text += (
-            f" Across the ladder ({len(others) + 1} drafts that are a test of H3, levels "
-            f"{pct(min(r['level'] for r in others + [{'level': a['level']}]), 0)} to "
-            f"{pct(max(r['level'] for r in others + [{'level': a['level']}]), 0)}), "
+            f" Across the ladder ({len(levels)} drafts that are a test of H3, levels "
+            f"{pct(min(levels), 0)} to {pct(max(levels), 0)}), "
             + (
                 f"the rule says supported for {', '.join(f'`{d}`' for d in falls)}"
                 if falls

@@ -24,7 +24,14 @@ RESULTS_DIR ?= results
 FORCE ?= 0
 # BOOK=0: evaluate runs the notebooks only (CI's smoke-pair batch)
 BOOK ?= 1
-FORCE_PY := $(if $(filter 1 true True yes,$(FORCE)),True,False)
+# FORCE is read as runner/context.py's parse_flag reads it (any case): anything else is refused
+# in one line before any target runs (`make evaluate FORCE=maybe` must not quietly mean 0)
+FORCE_LC := $(shell printf '%s' '$(subst ','',$(FORCE))' | tr A-Z a-z)
+FORCE_BAD := $(or $(filter-out 1 true yes on 0 false no off,$(FORCE_LC)),$(filter-out 0 1,$(words $(FORCE))))
+ifneq ($(FORCE_BAD),)
+$(error FORCE must be true or false (1/0, yes/no), got '$(FORCE)')
+endif
+FORCE_PY := $(if $(filter 1 true yes on,$(FORCE_LC)),True,False)
 # the committed embedded results must be complete: no placeholder pages
 BOOK_FLAGS ?= $(if $(filter embedded,$(PROFILE)),--strict,)
 

@@ -450,3 +450,47 @@ def test_sigterm_to_the_lock_holder_stops_the_whole_batch_before_the_lock_is_rel
         timeout=120,
     )
     assert again.returncode == 0
+
+
+# ----------------------------------------------------------------- FORCE= on the make line
+
+
+def make_evaluate(tmp_path: Path, force: str, *flags: str) -> subprocess.CompletedProcess:
+    """`make evaluate PROFILE=smoke FORCE=<force>` with a PY that only records that it ran."""
+    stamp = tmp_path / "stamp"
+    stamp.touch()  # newer than requirements.txt: `setup` has nothing to do
+    ran = tmp_path / "ran"
+    spy = tmp_path / "spy"
+    spy.write_text(f'#!/bin/sh\necho "$@" >> {ran}\n')
+    spy.chmod(0o755)
+    return subprocess.run(
+        ["make", "--no-print-directory", *flags, "evaluate", "PROFILE=smoke", f"FORCE={force}",
+         f"RESULTS_DIR={tmp_path / 'results'}", f"PY={spy}", f"STAMP={stamp}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("force", ["maybe", "2", "ja", "1 1", "tru"])
+def test_an_invalid_FORCE_on_the_make_line_is_refused_in_one_line_before_anything_runs(
+    tmp_path, force
+):
+    done = make_evaluate(tmp_path, force)
+    assert done.returncode == 2 and done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and "FORCE must be true or false (1/0, yes/no)" in lines[0], lines
+    assert f"got '{force}'" in lines[0]
+    assert not (tmp_path / "ran").exists() and not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(
+    ("force", "flag"),
+    [("1", "True"), ("TRUE", "True"), ("yes", "True"), ("On", "True"), ("0", "False"),
+     ("no", "False"), ("False", "False"), ("off", "False"), ("", "False")],
+)  # fmt: skip
+def test_FORCE_on_the_make_line_reaches_the_notebooks_as_parse_flag_reads_it(tmp_path, force, flag):
+    from specdec_lib.runner.context import parse_flag
+
+    done = make_evaluate(tmp_path, force, "-n", "_evaluate-locked")
+    assert done.returncode == 0, done.stderr
+    assert f"-p force {flag} " in done.stdout
+    assert str(parse_flag(force, "FORCE")) == flag

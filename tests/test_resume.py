@@ -4,10 +4,16 @@ finished prompts' measurements unchanged, and the checkpoint file is gone afterw
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
 import pytest
 
 from specdec_lib import study
 from specdec_lib.generate import Generator
+from specdec_lib.results.store import read_rows, write_rows
 from specdec_lib.runner.context_sweep import sweep_blocks
 
 pytestmark = pytest.mark.usefixtures("single_thread")
@@ -33,6 +39,12 @@ def counting(monkeypatch, kill_at: int | None = None) -> list[tuple[int, ...]]:
 
 
 def test_a_killed_experiment_resumes_per_prompt(tmp_path, monkeypatch):
+    """A rerun computes only the unfinished blocks and publishes the checkpointed rows as stored.
+
+    Planted bugs it catches: resume recomputes a checkpointed prompt (the calls), drops one (the
+    row count), or publishes other rows than the checkpoint's (planted and seen failing:
+    `Checkpoint.done` handing back each row with its `wall_s` changed, and handing back a
+    prompt's rows in reverse arm order)."""
     monkeypatch.delenv("FORCE", raising=False)
     monkeypatch.setenv("WANDB_MODE", "disabled")
     S = study.setup("smoke", results_dir=str(tmp_path), overrides={"n_prompts": 3})
@@ -46,6 +58,7 @@ def test_a_killed_experiment_resumes_per_prompt(tmp_path, monkeypatch):
         study.run_context_sweep(S)
     partial = list((tmp_path / "smoke").glob(".context_sweep.partial-*.jsonl"))
     assert len(partial) == 1 and len(partial[0].read_text().splitlines()) == 4
+    stored = checkpointed_rows(partial[0], tmp_path / "stored.csv")
     assert not (tmp_path / "smoke" / "context_sweep").exists()  # nothing half-published
     finished = set(calls[: 4 * per_block])
 
@@ -61,6 +74,44 @@ def test_a_killed_experiment_resumes_per_prompt(tmp_path, monkeypatch):
     assert len(result.rows) == blocks * arms
     assert result.env["resumed_prompts"] == 4
     assert not list((tmp_path / "smoke").glob(".context_sweep.partial-*"))
+    published_equal_checkpointed(result.rows, stored, cfg)
+
+
+KEY = ["context", "prompt", "method"]
+
+
+def checkpointed_rows(partial: Path, scratch: Path) -> pd.DataFrame:
+    """The checkpoint's rows as publication writes them (through the same CSV writer)."""
+    rows: list[dict[str, Any]] = []
+    for line in partial.read_text(encoding="utf-8").splitlines():
+        rows += json.loads(line)["rows"]
+    write_rows(scratch, rows)
+    return read_rows(scratch)
+
+
+def published_equal_checkpointed(
+    published: pd.DataFrame, stored: pd.DataFrame, cfg: dict[str, Any]
+) -> None:
+    """Every checkpointed row is published once, equal in every column (tokens, acceptance,
+    call counts, timings as measured by the killed run), and the published rows keep the
+    experiment's order (by context, then prompt, then arm) with resumed blocks in place."""
+    assert len(stored) == 4 * len(cfg["arms"])
+    for col in ("tokens", "wall_s", "accepted", "target_calls"):
+        assert col in stored.columns, col
+    assert not published.duplicated(KEY).any()
+    got = published.set_index(KEY).loc[stored.set_index(KEY).index].reset_index()
+    pd.testing.assert_frame_equal(got[stored.columns], stored, check_dtype=False)
+    arm_order = {m: n for n, m in enumerate(cfg["arms"])}
+    context_order = {c: n for n, c in enumerate(cfg["contexts"])}
+    keys = list(
+        zip(
+            published["context"].map(context_order),
+            published["prompt"],
+            published["method"].map(arm_order),
+            strict=True,
+        )
+    )
+    assert keys == sorted(keys)
 
 
 def test_force_discards_a_checkpoint(tmp_path, monkeypatch):

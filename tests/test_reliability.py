@@ -172,6 +172,71 @@ def test_two_writers_at_once_do_not_corrupt_each_other(tmp_path):
     assert _all_parse(tmp_path / "res") == ["x", "y", "z"]
 
 
+OVERLAP = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from specdec_lib.results.store import ResultStore, publish
+
+    root, role, sync = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+
+    def wait_for(name, limit):
+        end = time.monotonic() + limit
+        while not (sync / name).exists() and time.monotonic() < end:
+            time.sleep(0.01)
+        return (sync / name).exists()
+
+    store = ResultStore(root, "p")
+    rows = [{"prompt": 0, "method": "baseline", "writer": role}]
+    if role == "first":
+        def figures(d):
+            (sync / "inside").touch()  # the first writer is mid-publication
+            assert wait_for("second_publishing", 60)
+            # a second writer without the lock finishes now; with it, it waits for us
+            print("overlap", wait_for("second_done", 3), flush=True)
+    else:
+        figures = None
+        assert wait_for("inside", 60)
+        (sync / "second_publishing").touch()
+    publish(store, "e", {"n": 1}, {"env": 1}, rows, {"baseline": {"n_prompts": 1}}, figures)
+    if role == "second":
+        (sync / "second_done").touch()
+    print("done", role, flush=True)
+    """
+)
+
+
+def test_a_writer_waits_while_another_is_mid_publication(tmp_path):
+    """Two writers of one experiment, the second started while the first is inside `publish`
+    (held there until the second has called `publish` too): the second finishes only after the
+    first, both succeed, and the directory holds one whole result (the later writer's).
+
+    Planted bug it catches: `ResultStore.writing` without its lock (the second writer clears
+    the first's temporary directory as stale and publishes under it; the first then fails)."""
+    script = tmp_path / "overlap.py"
+    script.write_text(OVERLAP)
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(tmp_path / "res"), role, str(sync)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=ROOT,
+            env=env,
+        )
+        for role in ("first", "second")
+    ]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert "overlap False" in outs[0]  # the second was still waiting when the first finished
+    r = load_result(tmp_path / "res" / "p" / "e")
+    assert list(r.rows["writer"]) == ["second"]
+    assert [p.name for p in (tmp_path / "res" / "p").iterdir() if p.is_dir()] == ["e"]
+
+
 def _refuse_constant(c: str):
     raise AssertionError(f"non-strict JSON constant {c}")
 

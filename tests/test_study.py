@@ -277,6 +277,48 @@ def test_embedded_configs_match_committed_results():
         assert S.store.done(experiment, cfg, study=True), experiment
 
 
+def test_a_changed_config_field_is_recomputed_and_an_unchanged_one_reused(
+    tmp_path, monkeypatch, single_thread
+):
+    """Through the runner's real path on the smoke profile: the same config again is reused (no
+    generation, the directory untouched); an experiment field (max_new_tokens) or a profile field
+    (k) changed is recomputed, and the new result records the new value.
+
+    Planted bugs it catches: `ResultStore.done` not comparing the config hash (every stored
+    result reused), and `runner.execute.cached` never reusing (everything recomputed)."""
+    from specdec_lib.generate import Generator
+
+    monkeypatch.delenv("FORCE", raising=False)
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    calls: list[int] = []
+    real = Generator.generate_ids
+
+    def generate_ids(self, ids, spec, sampling):
+        calls.append(spec.max_new_tokens)
+        return real(self, ids, spec, sampling)
+
+    monkeypatch.setattr(Generator, "generate_ids", generate_ids)
+
+    def run(overrides: dict, k: int = 4):
+        S = study.setup("smoke", results_dir=str(tmp_path), overrides=overrides)
+        S.profile["k"] = k
+        calls.clear()
+        return study.run_bigram(S), len(calls)
+
+    first, n = run({"n_prompts": 2})
+    assert n > 0
+    summary = first.path / "summary.json"
+    stamp = summary.stat().st_mtime_ns
+    again, n = run({"n_prompts": 2})
+    assert n == 0 and summary.stat().st_mtime_ns == stamp
+    assert again.config["config_hash"] == first.config["config_hash"]
+    longer, n = run({"n_prompts": 2, "max_new_tokens": 5})
+    assert n > 0 and 5 in calls and longer.config["max_new_tokens"] == 5
+    assert longer.config["config_hash"] != first.config["config_hash"]
+    other_k, n = run({"n_prompts": 2, "max_new_tokens": 5}, k=3)
+    assert n > 0 and other_k.config["k"] == 3 and set(other_k.rows["k"]) <= {0, 3}
+
+
 def test_drafters_are_kept_per_target_model(single_thread):
     """A drafter is built once per target model object, spec and cache setting; the cache-off
     drafter shares the cache-on one's weights; another target object (even one built the same

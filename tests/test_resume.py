@@ -127,3 +127,23 @@ def test_force_discards_a_checkpoint(tmp_path, monkeypatch):
     S.force = True
     result = study.run_bigram(S)
     assert len(calls) == 2 + 2 * 2 and result.env["resumed_prompts"] == 0
+
+
+def test_a_forced_recompute_cut_short_leaves_no_checkpoint_once_the_result_is_reused(
+    tmp_path, monkeypatch
+):
+    """FORCE=1 over a whole result, killed after a prompt: the old result stays whole and is
+    reused by the next run, which also drops the checkpoint nothing would ever resume."""
+    monkeypatch.delenv("FORCE", raising=False)
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    S = study.setup("smoke", results_dir=str(tmp_path), overrides={"n_prompts": 2})
+    first = study.run_bigram(S)
+    calls = counting(monkeypatch, kill_at=2 + 2 + 1)  # warm-up (2 arms), prompt 0, then killed
+    S.force = True
+    with pytest.raises(Killed):
+        study.run_bigram(S)
+    assert list((tmp_path / "smoke").glob(".bigram.partial-*"))
+    S.force = False
+    again = study.run_bigram(S)
+    assert again.path == first.path and len(calls) == 2 + 2 + 1  # reused, nothing recomputed
+    assert not list((tmp_path / "smoke").glob(".bigram.partial-*"))

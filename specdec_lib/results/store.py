@@ -116,7 +116,7 @@ class Checkpoint:
     def __init__(self, store: ResultStore, experiment: str, config: dict[str, Any], fresh: bool):
         directory = store.dir(experiment).parent
         directory.mkdir(parents=True, exist_ok=True)
-        self.path = directory / f".{experiment}.partial-{config_hash(config)}.jsonl"
+        self.path = checkpoint_path(store, experiment, config)
         for other in directory.glob(f".{experiment}.partial-*.jsonl"):
             if other != self.path or fresh:
                 other.unlink(missing_ok=True)
@@ -172,6 +172,11 @@ class Checkpoint:
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
+
+
+def checkpoint_path(store: ResultStore, experiment: str, config: dict[str, Any]) -> Path:
+    """Where an experiment's checkpoint for this config lives (`Checkpoint`)."""
+    return store.dir(experiment).parent / f".{experiment}.partial-{config_hash(config)}.jsonl"
 
 
 def _prompt_ids(p: Any) -> tuple[int, ...]:

@@ -31,7 +31,13 @@ from specdec_lib.environment.tracking import (
 )
 from specdec_lib.measure.paired import WARMUP_TOKENS, Arm, run_paired
 from specdec_lib.models.device import resolve_device, resolve_dtype
-from specdec_lib.results.store import Checkpoint, ExperimentResult, load_result, publish
+from specdec_lib.results.store import (
+    Checkpoint,
+    ExperimentResult,
+    checkpoint_path,
+    load_result,
+    publish,
+)
 from specdec_lib.runner.context import ROOT, Study, load_target, roles, thread_choice
 
 WANDB_PROJECT = "specdec"
@@ -69,6 +75,9 @@ def cached(S: Study, experiment: str, config: dict[str, Any]) -> ExperimentResul
         return None
     if S.store.done(experiment, config, study=True):
         print(f"{experiment}: reusing {rel(d)} (same config; force to redo)")
+        # a checkpoint of this config beside its whole result is a forced recompute cut short:
+        # nothing will resume it (force starts afresh), so it would stay forever
+        checkpoint_path(S.store, experiment, config).unlink(missing_ok=True)
         res = load_result(d)
         if note := reuse_note(S, res.env):
             print(f"{experiment}: {note}")

@@ -7,6 +7,9 @@
 #   make evaluate [PROFILE=embedded] [RESULTS_DIR=results] [FORCE=0|1] [BOOK=1|0]
 #   make book [PROFILE=...]          the Jupyter Book from the result files (runs no experiment)
 #   make test | make lint | make notebooks (regenerate notebooks/*.ipynb)
+#   make faults [FAULTS=50 SEED=0]   tests/faults.py: seeded faults (kills, damaged files, a full
+#                                    disk, W&B unreachable) in smoke batches, each rerun checked
+#                                    against an uninterrupted run (slow: minutes)
 #   make mutation                    tests/mutation.py over the core and the verdicts' modules:
 #                                    the score and every surviving mutant (slow: minutes per module)
 #   make gpu-check                   smoke-pair on CUDA: token identity, timing sync, memory;
@@ -47,7 +50,7 @@ NOTEBOOKS := $(shell PYTHONPATH=$(CURDIR) $(PYTHON) -m specdec_lib.results.catal
 OUT_NB := $(RESULTS_DIR)/$(PROFILE)/notebooks
 
 .PHONY: setup download evaluate _evaluate-locked book test lint notebooks clean-smoke gpu-check \
-  mutation
+  mutation faults
 
 setup: $(STAMP)
 
@@ -106,6 +109,13 @@ mutation: setup
 	$(MUTATE) specdec_lib/analysis/stats.py -- $(MUTATION_STATS_TESTS)
 	$(MUTATE) specdec_lib/core/verify.py -- $(MUTATION_VERIFY_TESTS)
 	$(MUTATE) specdec_lib/core/decode.py -- $(MUTATION_DECODE_TESTS)
+
+# 50 faults: 20 kills (10 SIGKILL, 10 SIGTERM) at random points of experiments and their publish,
+# 10 damaged result files, 10 full disks, 10 runs without a W&B server; CI runs a 4-fault sample
+FAULTS ?= 50
+SEED ?= 0
+faults: setup
+	$(PY) tests/faults.py --faults $(FAULTS) --seed $(SEED)
 
 lint: setup
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -129,11 +129,12 @@ def test_force_discards_a_checkpoint(tmp_path, monkeypatch):
     assert len(calls) == 2 + 2 * 2 and result.env["resumed_prompts"] == 0
 
 
-def test_a_forced_recompute_cut_short_leaves_no_checkpoint_once_the_result_is_reused(
+def test_a_forced_recompute_cut_short_leaves_nothing_once_the_result_is_reused(
     tmp_path, monkeypatch
 ):
-    """FORCE=1 over a whole result, killed after a prompt: the old result stays whole and is
-    reused by the next run, which also drops the checkpoint nothing would ever resume."""
+    """FORCE=1 over a whole result, killed after a prompt (or in its publish): the old result
+    stays whole and is reused by the next run, which also drops the checkpoint and the temporary
+    folder that nothing would ever resume or replace."""
     monkeypatch.delenv("FORCE", raising=False)
     monkeypatch.setenv("WANDB_MODE", "disabled")
     S = study.setup("smoke", results_dir=str(tmp_path), overrides={"n_prompts": 2})
@@ -143,7 +144,11 @@ def test_a_forced_recompute_cut_short_leaves_no_checkpoint_once_the_result_is_re
     with pytest.raises(Killed):
         study.run_bigram(S)
     assert list((tmp_path / "smoke").glob(".bigram.partial-*"))
+    killed_in_publish = tmp_path / "smoke" / ".bigram.k1ll3d"  # what `writing` leaves on SIGKILL
+    killed_in_publish.mkdir()
+    (killed_in_publish / "summary.json").write_text("{}")
     S.force = False
     again = study.run_bigram(S)
     assert again.path == first.path and len(calls) == 2 + 2 + 1  # reused, nothing recomputed
     assert not list((tmp_path / "smoke").glob(".bigram.partial-*"))
+    assert not killed_in_publish.exists()

@@ -68,9 +68,7 @@ class ResultStore:
         """A temporary directory that becomes the experiment's directory on success."""
         final = self.dir(experiment)
         with self.lock(experiment):
-            for stale in final.parent.glob(f".{experiment}.*"):  # left by a killed writer
-                if stale.is_dir():
-                    shutil.rmtree(stale, ignore_errors=True)
+            self.remove_stale(experiment)
             tmp = Path(tempfile.mkdtemp(prefix=f".{experiment}.", dir=final.parent))
             tmp.chmod(0o777 & ~_umask())  # mkdtemp's 0700 would hide the result from others
             try:
@@ -82,6 +80,14 @@ class ResultStore:
                 shutil.rmtree(old, ignore_errors=True)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
+
+    def remove_stale(self, experiment: str) -> None:
+        """Remove the temporary folders a killed writer left (`.<experiment>.*/`). Under the
+        experiment's lock: a live writer holds it for as long as its folder exists."""
+        with self.lock(experiment):
+            for stale in self.dir(experiment).parent.glob(f".{experiment}.*"):
+                if stale.is_dir():
+                    shutil.rmtree(stale, ignore_errors=True)
 
     def lock(self, experiment: str) -> FileLock:
         """The experiment's inter-process lock; one object per path, so it is reentrant within

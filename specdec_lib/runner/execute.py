@@ -75,9 +75,10 @@ def cached(S: Study, experiment: str, config: dict[str, Any]) -> ExperimentResul
         return None
     if S.store.done(experiment, config, study=True):
         print(f"{experiment}: reusing {rel(d)} (same config; force to redo)")
-        # a checkpoint of this config beside its whole result is a forced recompute cut short:
-        # nothing will resume it (force starts afresh), so it would stay forever
+        # a checkpoint of this config or a temporary folder beside its whole result is a forced
+        # recompute cut short: nothing resumes or replaces it (force starts afresh)
         checkpoint_path(S.store, experiment, config).unlink(missing_ok=True)
+        S.store.remove_stale(experiment)
         res = load_result(d)
         if note := reuse_note(S, res.env):
             print(f"{experiment}: {note}")

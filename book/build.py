@@ -182,10 +182,12 @@ def stage_notebook(src: Path, dst: Path, name: str, profile: str) -> None:
 
 def stage_files(profile_dir: Path, dest: Path) -> None:
     """Copy each experiment's CSV/JSON result files to dest/<experiment>/ (the downloads page
-    links them, so a reader gets the exact files the book was built from)."""
+    links them, so a reader gets the exact files the book was built from). Hidden folders are
+    not results: `.<experiment>.*` is one being published by a batch that runs now."""
     if not profile_dir.is_dir():
         return
-    for d in sorted(p for p in profile_dir.iterdir() if (p / "summary.json").is_file()):
+    published = (p for p in profile_dir.iterdir() if not p.name.startswith("."))
+    for d in sorted(p for p in published if (p / "summary.json").is_file()):
         for f in sorted(d.iterdir()):
             if f.is_file() and f.suffix in (".csv", ".json"):
                 (dest / d.name).mkdir(parents=True, exist_ok=True)

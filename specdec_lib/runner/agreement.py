@@ -11,6 +11,8 @@ changing with the context. Two views, each a set of rows (`view`):
   documents (the earlier rounds' measure, kept as a second view).
 
 Builds the config and the rows (`runner.teacher_forced`); the summary is `analysis.agreement`'s.
+Resumable: each (document, context) is saved to the experiment's checkpoint as it finishes, so a
+rerun after a lost runtime skips the finished ones (keyed by the window's token ids).
 """
 
 from __future__ import annotations
@@ -122,9 +124,16 @@ def _agreement(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
     rows: list[dict[str, Any]] = []
     todo = [(i, p, c) for i, p in enumerate(docs) for c in ctxs if _scored(cfg, i, c)]
     bar = tqdm(total=len(todo), desc="agreement (documents x contexts)")
+    checkpoint = on_row.checkpoint if isinstance(on_row, Progress) else None
     for i, p, c in todo:
         seq, cont = _window(tokens[p.article], p.anchor, c, T, bos)
         prompt = seq[: len(seq) - (T - 1)]  # BOS + the c tokens before the anchor
+        segment = f"agreement context {c}"  # a (document, context) is one checkpoint line
+        done = checkpoint.done(segment, [seq], [i]) if checkpoint is not None else {}
+        if i in done:  # finished by an interrupted run: its rows, not logged again
+            rows += done[i]
+            bar.update(1)
+            continue
         g = greedy.generator.generate_ids(prompt, spec, SamplingConfig()).tokens
         new = _rows_at(loaded.model, drafters, kinds, prompt + g[:-1], g, i, p, c, CONTINUATION)
         if i < cfg["n_documents_text"] and c in cfg["text_contexts"]:
@@ -132,6 +141,8 @@ def _agreement(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
         for row in new:
             rows.append(row)
             on_row(row)
+        if checkpoint is not None:
+            checkpoint.add(segment, i, seq, new)
         bar.update(1)
     bar.close()
     summary = agreement_summary(

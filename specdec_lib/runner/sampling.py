@@ -2,7 +2,8 @@
 that the first sampled token follows the target's exact distribution (`runner.distribution`),
 through the library's own drafter and verifier, for the baseline and every checked draft arm.
 
-Builds the config, arms and rows; the summaries are `analysis.sampling`'s.
+Builds the config, arms and rows; the summaries are `analysis.sampling`'s. The timed runs resume
+per prompt; the distribution check is not checkpointed: an interrupted run restarts it.
 """
 
 from __future__ import annotations

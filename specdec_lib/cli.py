@@ -51,8 +51,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of `python -m specdec_lib` with its `generate`, `bench`, `claims`
-    and `reproduce` commands."""
+    """The argument parser of `python -m specdec_lib` with its `generate`, `bench`, `claims`,
+    `reproduce` and `import-bundle` commands."""
     parser = _Parser(prog="python -m specdec_lib", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -106,6 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--prompts", type=int, default=1, help="prompts per experiment (from the first)")
     r.add_argument("--experiment", action="append", default=[], help="only this one (repeatable)")
     r.add_argument("--no-record", action="store_true", help="do not write reproduce.json")
+
+    i = sub.add_parser("import-bundle", help="check a results zip from Colab and unpack it")
+    i.add_argument("bundle", help="the zip a Colab notebook's last cell wrote")
+    i.add_argument("--profile", default=None, help="the bundle's profile (refused if not)")
+    i.add_argument("--replace", action="store_true", help="overwrite experiments already there")
     return parser
 
 
@@ -284,11 +289,24 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 1 if any(c.outcome == FAILED for c in checks.values()) else 0
 
 
+def cmd_import_bundle(args: argparse.Namespace) -> int:
+    """`import-bundle`: a results zip checked (`results.bundle`) and unpacked into
+    $SPECDEC_RESULTS/<profile>/ (default results/); a bad bundle is refused in one line."""
+    from specdec_lib.results.bundle import import_bundle
+    from specdec_lib.results.read import results_root
+
+    root = results_root()
+    names = import_bundle(Path(args.bundle), root, args.profile, replace=args.replace)
+    print(f"imported {', '.join(names)} into {root}")
+    return 0
+
+
 COMMANDS = {
     "generate": cmd_generate,
     "bench": cmd_bench,
     "claims": cmd_claims,
     "reproduce": cmd_reproduce,
+    "import-bundle": cmd_import_bundle,
 }
 
 

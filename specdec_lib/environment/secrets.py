@@ -22,6 +22,11 @@ def secret_values() -> list[str]:
     return [v for k in SECRET_ENV if (v := os.environ.get(k)) and len(v) >= 4]
 
 
+def holds_secret(text: str) -> bool:
+    """Whether text holds a set secret's value or a hub-token shaped string."""
+    return bool(_TOKEN_RE.search(text)) or any(s in text for s in secret_values())
+
+
 def scrub(obj: Any) -> Any:
     """A copy of plain data with secret values and token-shaped strings replaced."""
     if isinstance(obj, dict):

@@ -104,7 +104,7 @@ if "google.colab" in sys.modules:
 
 PARAMETERS = """\
 profile: str = "auto"  # auto: colab-t4 on a Colab GPU, else embedded; or smoke | smoke-pair
-results_dir: str = "results"  # <results_dir>/<profile>/<experiment>/; e.g. a mounted Drive folder
+results_dir: str = "auto"  # <results_dir>/<profile>/<experiment>/; auto: Drive in Colab
 force: bool = False  # recompute even if results for this config exist (env FORCE 1 does too)
 n_prompts: int = 0  # 0: the profile's prompt count
 max_new_tokens: int = 0  # 0: the profile's
@@ -128,6 +128,7 @@ from specdec_lib import study  # noqa: E402
 
 S = study.setup(
     profile,
+    quick=QUICK,
     results_dir=results_dir,
     force=force,
     overrides={"n_prompts": n_prompts, "max_new_tokens": max_new_tokens},
@@ -138,6 +139,19 @@ print(
     f"results in {study.rel(S.store.dir(''))}"
 )
 """
+
+
+# the quick notebook's own profile: "auto" is colab-t4-quick on a Colab GPU, else smoke-pair
+QUICK_PARAMETERS = PARAMETERS.replace(
+    "# auto: colab-t4 on a Colab GPU, else embedded; or smoke | smoke-pair",
+    f"# auto: {catalog.QUICK_PROFILE} on a Colab GPU, else smoke-pair (tiny models)",
+)
+
+BUNDLE = """\
+# Colab only: zip this profile's results (beside them, on Drive by default) for the way back into
+# the book: `python -m specdec_lib import-bundle PATH.zip` on your machine (README, "Colab results")
+if "google.colab" in sys.modules:
+    study.write_bundle(S)"""
 
 
 def badge(name: str) -> str:
@@ -152,24 +166,34 @@ def build(notebook: catalog.Notebook, commit: str = "") -> nbformat.NotebookNode
     """The notebook a declaration describes: its text, setup, parameters and one cell per
     experiment (the experiment's declared call, then its reading)."""
     name, title, text = notebook.name, notebook.title, notebook.text
+    quick = notebook is catalog.QUICK
     number = name.split("_", 1)[0]
     cells = [
         new_markdown_cell(
             f"{badge(name)}\n\n# {number}. {title}\n\n{text}\n\n"
-            "Run it as is (profile `auto`: `embedded` on a CPU, `colab-t4` on a Colab GPU "
-            "runtime), or with papermill "
+            "Run it as is (profile `auto`: "
+            + (
+                f"`smoke-pair` on a CPU, `{catalog.QUICK_PROFILE}` on a Colab GPU"
+                if quick
+                else "`embedded` on a CPU, `colab-t4` on a Colab GPU"
+            )
+            + " runtime; in Colab results go to a Drive folder), or with papermill "
             f"(`papermill notebooks/{name}.ipynb out.ipynb -p profile smoke`). In Colab set "
             "`HF_TOKEN` (and optionally `WANDB_API_KEY`) in Colab's secrets for the gated Gemma "
             "weights. Results already computed for the same config are reused "
             "unless `force` is set; every file is described in `results/SCHEMA.md`."
         ),
         new_code_cell(colab_setup(commit or generated_from()).rstrip("\n")),
-        new_code_cell(PARAMETERS.rstrip("\n"), metadata={"tags": ["parameters"]}),
-        new_code_cell(DERIVE.rstrip("\n")),
+        new_code_cell(
+            (QUICK_PARAMETERS if quick else PARAMETERS).rstrip("\n"),
+            metadata={"tags": ["parameters"]},
+        ),
+        new_code_cell(DERIVE.replace("quick=QUICK", f"quick={quick}").rstrip("\n")),
     ]
     for ref in notebook.experiments:
         e = load(ref)
         cells.append(new_code_cell(f'result = {e.call}\nstudy.display_result(S, "{e.name}")'))
+    cells.append(new_code_cell(BUNDLE))
     nb = new_notebook(
         cells=cells,
         metadata={
@@ -186,7 +210,7 @@ def main(argv: list[str]) -> int:
     check = "--check" in argv
     stale = []
     commit = generated_from()
-    for notebook in catalog.STUDY:
+    for notebook in (catalog.QUICK, *catalog.STUDY):
         path = HERE / f"{notebook.name}.ipynb"
         recorded = path.is_file() and COMMIT_RE.search(path.read_text(encoding="utf-8"))
         # --check compares everything but the recorded commit, which moves with every commit

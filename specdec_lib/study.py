@@ -19,15 +19,18 @@ experiments in `specdec_lib.results.catalog`; notebooks, the gpu-check and the t
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 from specdec_lib.analysis.agreement import CONTROL, EXIT, SEPARATE, SHARED, agreement_summary
 from specdec_lib.analysis.summary import ci_dict
 from specdec_lib.analysis.sweep import sweep_summary
+from specdec_lib.environment import colab
 from specdec_lib.environment.hub import download, main
 from specdec_lib.environment.profiles import resolve_profile
 from specdec_lib.reporting.figures import declared
 from specdec_lib.reporting.readings import display_reading
+from specdec_lib.results import bundle
 from specdec_lib.results.catalog import NOTEBOOKS
 from specdec_lib.runner.agreement import run_agreement
 from specdec_lib.runner.context import (
@@ -97,14 +100,30 @@ __all__ = [
     "teacher_forced_guesses",
     "tiny_random_model",
     "tiny_tokenizer",
+    "write_bundle",
 ]
 
 
-def setup(profile: str = "auto", **kwargs: Any) -> Study:
-    """The notebook's study context: `runner.context.setup(profile, **kwargs)` (results_dir,
-    force, overrides, dtype), whose experiments draw their declared figures into their result
-    directories (`reporting.figures.declared.draw`)."""
-    return setup_context(profile, draw=declared.draw, **kwargs)
+def setup(
+    profile: str = "auto", *, quick: bool = False, results_dir: str = "results", **kwargs: Any
+) -> Study:
+    """The notebook's study context: `runner.context.setup(profile, **kwargs)` (force,
+    overrides, dtype), whose experiments draw their declared figures into their result
+    directories (`reporting.figures.declared.draw`). `results_dir="auto"` is a Drive folder in
+    Colab, else "results" (`colab.results_home`); `quick`: the quick notebook, whose "auto"
+    profile is `colab.quick_profile()`."""
+    if quick and profile == "auto":
+        profile = colab.quick_profile()
+    home = colab.results_home(results_dir)
+    return setup_context(profile, draw=declared.draw, results_dir=home, **kwargs)
+
+
+def write_bundle(S: Study) -> Path:
+    """Zip the profile's finished results beside them (`<results_dir>/<profile>-bundle.zip`) for
+    `python -m specdec_lib import-bundle` (`results.bundle`); says where in one line."""
+    out = bundle.write_bundle(S.store.dir(""), S.results_dir / f"{S.name}-bundle.zip")
+    print(f"results bundle: {out} (download it; then python -m specdec_lib import-bundle FILE)")
+    return out
 
 
 def display_result(S: Study, experiment: str) -> None:

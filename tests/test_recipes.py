@@ -150,7 +150,8 @@ def test_experiment_recipe_toy_reaches_catalog_readings_and_notebooks(monkeypatc
     assert TOY.what in readings.what_was_run({"experiment": "toy"}, config, {})
     nb = _generator().build(TOY_NOTEBOOK)
     assert "# 08. Toy" in nb.cells[0].source and "A toy notebook." in nb.cells[0].source
-    assert nb.cells[-1].source == 'result = study.run_toy(S)\nstudy.display_result(S, "toy")'
+    assert nb.cells[-2].source == 'result = study.run_toy(S)\nstudy.display_result(S, "toy")'
+    assert "study.write_bundle(S)" in nb.cells[-1].source  # every notebook ends with its bundle'
 
 
 def test_figure_recipe_toy_is_drawn_into_the_result_directory_and_captioned(

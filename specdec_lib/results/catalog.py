@@ -14,7 +14,15 @@ from typing import Any
 
 from specdec_lib.results.declare import BASELINE, Experiment, Notebook, load
 
-__all__ = ["BASELINE", "STUDY", "declared", "experiment", "notebook_of"]  # + NOTEBOOKS, EXPERIMENTS
+__all__ = [  # + NOTEBOOKS, EXPERIMENTS
+    "BASELINE",
+    "QUICK",
+    "QUICK_PROFILE",
+    "STUDY",
+    "declared",
+    "experiment",
+    "notebook_of",
+]
 
 ANALYSIS = "specdec_lib.analysis."  # where the declarations live
 STUDY: tuple[Notebook, ...] = (
@@ -52,7 +60,11 @@ STUDY: tuple[Notebook, ...] = (
         "teacher-forced agreement of every draft with the target on the documents' real next "
         "tokens, at the same positions for every context. Writes `context_sweep/`, "
         "`context_sweep_nocache/` and `agreement/`.",
-        (ANALYSIS + "sweep:context_sweep", ANALYSIS + "sweep:context_sweep_nocache", ANALYSIS + "agreement:agreement"),
+        (
+            ANALYSIS + "sweep:context_sweep",
+            ANALYSIS + "sweep:context_sweep_nocache",
+            ANALYSIS + "agreement:agreement",
+        ),
     ),
     Notebook(
         "05_k_sweep",
@@ -82,7 +94,20 @@ STUDY: tuple[Notebook, ...] = (
         (ANALYSIS + "peers:peers",),
     ),
 )
-
+# The quick path (notebook 00_quick, profile colab-t4-quick): the two experiments that decide H3
+# and H4 on the real pair, in one Colab sitting. Not part of STUDY (its experiments are 04's, so
+# `make evaluate` runs them there); the notebook generator renders it beside the study's.
+QUICK = Notebook(
+    "00_quick",
+    "The real pair's paradox test, quick",
+    "The smallest set of runs that decides H3 and H4 on Gemma 3 4B with the 1B draft, in one "
+    "Colab T4 sitting (profile `colab-t4-quick`, whose comments justify its counts from the "
+    "rules' power): the agreement replayed on the target's own greedy continuation at contexts "
+    "10 and 100, and the timed sweep (baseline and the 1B draft) at the same contexts on the "
+    "agreement's first documents. Writes `agreement/` and `context_sweep/`.",
+    (ANALYSIS + "agreement:agreement", ANALYSIS + "sweep:context_sweep"),
+)
+QUICK_PROFILE = "colab-t4-quick"  # the quick notebook's profile on a Colab GPU (else smoke-pair)
 
 
 def declared() -> dict[str, tuple[Notebook, Experiment]]:

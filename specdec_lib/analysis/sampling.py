@@ -51,6 +51,59 @@ def method_check(
     return chk
 
 
+SEQUENCE_OUTCOMES = ("deviates", "consistent", "inconclusive")
+
+
+def sequence_check(
+    tests: list[dict[str, Any]],
+    by_position: dict[str, dict[str, int]],
+    needed_paths: tuple[str, ...],
+    tvd_target: float,
+    min_path: int,
+) -> dict[str, Any]:
+    """One method's check of positions 1..m (`runner.distribution.sequence_tests`): the
+    per-prefix tests combined (`stats.power_summary`), the tested tokens per path (over the
+    positions), and the verdict under the rule fixed before any run (`sequence_verdict`)."""
+    chk = stats.power_summary(tests, tvd_target)
+    paths: dict[str, int] = {}
+    for counts in by_position.values():
+        for path, c in counts.items():
+            paths[path] = paths.get(path, 0) + c
+    chk.update(
+        {
+            "n_groups": len(tests),
+            "n_groups_tested": sum(1 for t in tests if t["dof"]),
+            "paths_tested": paths,
+            "paths_by_position": by_position,
+            "needed_paths": list(needed_paths),
+            "min_path": min_path,
+        }
+    )
+    chk["verdict"] = sequence_verdict(chk)
+    return chk
+
+
+def sequence_verdict(chk: dict[str, Any]) -> str:
+    """The rule, fixed before any number was seen; its three outcomes cannot overlap:
+
+    - "deviates": the combined test rejects (p < alpha): the emitted tokens do not follow the
+      target's exact conditionals;
+    - "consistent": it does not reject, it detects a TVD of `tvd_target` with 80% power, and
+      every path the method can take (for a draft: accept, the residual after a rejected first
+      draft and after an accepted prefix, the bonus; for the baseline: the target's own draw)
+      produced at least `min_path` tested tokens;
+    - "inconclusive": it does not reject (or had nothing to test), but its power or the tokens of
+      some path fall short, so a pass would say little about the verifier."""
+    p = chk.get("p_value")
+    if p is not None and p < chk["alpha"]:
+        return "deviates"
+    d = chk.get("detectable_tvd")
+    covered = all(chk["paths_tested"].get(x, 0) >= chk["min_path"] for x in chk["needed_paths"])
+    if p is not None and d is not None and d <= chk["tvd_target"] and covered:
+        return "consistent"
+    return "inconclusive"
+
+
 def temperature_rows(t: float, arms: dict[str, Any]) -> list[dict[str, Any]]:
     """The flat table's rows of one temperature, one per arm."""
     table = []

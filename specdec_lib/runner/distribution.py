@@ -9,6 +9,7 @@ Knows nothing about profiles, experiments or result files: it takes generators (
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -16,12 +17,13 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from specdec_lib.analysis import stats
-from specdec_lib.analysis.sampling import method_check, tvd_between
+from specdec_lib.analysis.sampling import method_check, sequence_check, tvd_between
 from specdec_lib.config import SamplingConfig
 from specdec_lib.core import decode
 from specdec_lib.core.draft import Draft
 from specdec_lib.core.sampling import logits_to_probs, make_generator
 from specdec_lib.core.verify import pad_vocab
+from specdec_lib.errors import SpecdecError
 
 
 class _Recording:
@@ -144,4 +146,153 @@ def distribution_checks(
         tests, unverified = method_tests(gen, k, prompts, sampling, seeds_at, desc)
         rows += [{"temperature": t, "prompt": i, "method": mname, **r} for i, r in enumerate(tests)]
         out[mname] = method_check(tests, unverified, bool(k))
+    return out, rows
+
+
+# --------------------------------------------------------------------------- positions 1..m
+
+# how an emitted token came about: an accepted draft, the residual's draw after the call's first
+# draft was rejected or after an accepted prefix, the bonus after a fully accepted draft, or the
+# target's own draw when nothing was drafted (the baseline, or a call with no room left to draft)
+PATHS = ("accept", "residual_first", "residual_later", "bonus", "target")
+DRAFT_PATHS = PATHS[:4]
+MIN_GROUP = 10  # a prefix seen fewer times has too few samples to test (every bin pooled)
+MEMO = 64  # target calls remembered (each holds its rows of logits over the vocabulary)
+
+
+class _PromptTarget:
+    """The target behind a prompt prefilled once, for many decode runs after it: `reset` returns
+    to the prompt (its KV prefix is reused across seeds), and a call on a context scored among
+    the last MEMO calls returns the same logits without running the model (the target is
+    deterministic, so a draw from them is a draw from what a fresh call would give). A new
+    context runs its generated tokens and the call's ids over the cached prompt, then rolls back
+    to the prompt."""
+
+    def __init__(self, lm, prompt: Sequence[int]) -> None:
+        self.lm, self.device = lm, lm.device
+        self.prompt, self.prefix = list(prompt), list(prompt[:-1])
+        self.tokens: list[int] = []  # the context's tokens after the cached prefix
+        self.memo: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self.prefilling = False
+        decode.prefill(lm, self.prompt)
+
+    def reset(self) -> None:
+        self.tokens, self.prefilling = [], True
+
+    def extend(self, ids, n: int):
+        ids, prefilling, self.prefilling = list(ids), self.prefilling, False
+        if prefilling and ids == self.prefix:  # `decode.prefill`: already cached
+            return None
+        key = (tuple(self.tokens), tuple(ids), n)
+        if key in self.memo:
+            self.memo.move_to_end(key)
+        else:
+            self.lm.rollback(len(self.prefix))
+            self.memo[key] = self.lm.extend(self.tokens + ids, n)
+            self.lm.rollback(len(self.prefix))
+            if len(self.memo) > MEMO:
+                self.memo.popitem(last=False)
+        self.tokens += ids
+        return self.memo[key]
+
+    def rollback(self, n_keep: int) -> None:
+        self.tokens = self.tokens[: n_keep - len(self.prefix)]
+
+    def head(self, hidden):
+        raise SpecdecError("the sequence check needs drafts that do not run the target's body")
+
+    def probs(self, prefix: Sequence[int], sampling) -> np.ndarray:
+        """[V] the target's exact p for the token after prompt + prefix."""
+        self.lm.rollback(len(self.prefix))
+        logits = self.lm.extend([self.prompt[-1], *prefix], 1)
+        self.lm.rollback(len(self.prefix))
+        return logits_to_probs(logits, sampling)[0].double().cpu().numpy()
+
+
+def token_paths(accepted: Sequence[int], proposed: Sequence[int], m: int) -> list[str]:
+    """The path (`PATHS`) of each of the first m emitted tokens, from a run's per-call accepted
+    and proposed counts: n accepted drafts, then the token the call emits itself."""
+    out: list[str] = []
+    for n, d in zip(accepted, proposed, strict=True):
+        out += ["accept"] * n
+        if d == 0:
+            out.append("target")
+        elif n == d:
+            out.append("bonus")
+        else:
+            out.append("residual_later" if n else "residual_first")
+    return out[:m]
+
+
+def sequence_samples(
+    target: _PromptTarget, drafter, k: int, sampling, seeds, m: int
+) -> list[tuple[tuple[int, ...], tuple[str, ...]]]:
+    """The first m tokens (and the path of each) that the library's own decode loop
+    (`decode.speculative_decode`: its drafter and verifier) emits after the prompt, per seed."""
+    out = []
+    for s in seeds:
+        gen = decode.speculative_decode(
+            target,  # type: ignore[arg-type]  # the part of CachedLM the loop uses
+            drafter,
+            list(target.prompt),
+            k=k,
+            max_new_tokens=m,
+            sampling=sampling,
+            generator=make_generator(int(s)),
+        )
+        st = gen.stats
+        paths = token_paths(st.accepted_lengths, st.proposed_lengths, m)
+        out.append((tuple(gen.tokens[:m]), tuple(paths)))
+    return out
+
+
+def sequence_tests(
+    generator, prompt: Sequence[int], k: int, sampling, seeds, m: int
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
+    """Positions 1..m tested: one decode run of m tokens per seed, the samples grouped by
+    (position i, the i - 1 tokens before it); each group of at least MIN_GROUP samples is tested
+    against the target's exact conditional p(. | prompt, prefix) (`stats.goodness_of_fit`).
+    The joint of the m tokens is the product of these conditionals, so together they test it.
+    Returns the tests (position, prefix, counts per path) and, per position, how many tested
+    tokens (in groups with two bins or more) came by each path."""
+    target = _PromptTarget(generator.lm, prompt)
+    samples = sequence_samples(target, generator.drafter, k, sampling, seeds, m)
+    groups: dict[tuple[int, ...], list[tuple[int, str]]] = {}
+    for toks, paths in samples:
+        for i in range(min(m, len(toks))):
+            groups.setdefault(toks[:i], []).append((toks[i], paths[i]))
+    tests: list[dict[str, Any]] = []
+    by_pos = {str(i + 1): dict.fromkeys(PATHS, 0) for i in range(m)}
+    for prefix, drawn in sorted(groups.items(), key=lambda kv: (len(kv[0]), -len(kv[1]))):
+        if len(drawn) < MIN_GROUP:
+            continue
+        r = stats.goodness_of_fit([t for t, _ in drawn], target.probs(prefix, sampling))
+        counts = dict.fromkeys(PATHS, 0)
+        for _, path in drawn:
+            counts[path] += 1
+        if r["dof"]:
+            for path, c in counts.items():
+                by_pos[str(len(prefix) + 1)][path] += c
+        where = {"position": len(prefix) + 1, "prefix": " ".join(map(str, prefix))}
+        tests.append({**where, **r, **counts})
+    generator.lm.rollback(len(prompt) - 1)
+    return tests, by_pos
+
+
+def sequence_checks(
+    gens: dict[str, tuple[Any, int]], prompt: Sequence[int], sampling, cfg: dict[str, Any], t: float
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Per method (the baseline, then the drafts): `cfg["n_samples"]` decode runs of
+    `cfg["positions"]` tokens after prompt on the method's own seeds, tested at every position
+    against the target's exact conditionals, with what the test detects and how many tested
+    tokens each verifier path produced; `analysis.sampling.sequence_check` gives the verdict."""
+    out: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
+    n, m = int(cfg["n_samples"]), int(cfg["positions"])
+    for j, (mname, (gen, k)) in enumerate(tqdm(gens.items(), desc=f"sequence check T={t}")):
+        start = 5_000_000 + 1_000_000 * j  # apart from the first-token check's seeds
+        tests, by_pos = sequence_tests(gen, prompt, k, sampling, range(start, start + n), m)
+        rows += [{"temperature": t, "method": mname, **r} for r in tests]
+        needed = DRAFT_PATHS if k else ("target",)
+        out[mname] = sequence_check(tests, by_pos, needed, cfg["tvd_target"], cfg["min_path"])
     return out, rows

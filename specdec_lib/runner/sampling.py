@@ -18,7 +18,7 @@ from specdec_lib.measure.paired import Arm
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.store import ExperimentResult
 from specdec_lib.runner.context import Study, arm_name, base_config, build_arms, load_target
-from specdec_lib.runner.distribution import distribution_checks
+from specdec_lib.runner.distribution import distribution_checks, sequence_checks
 from specdec_lib.runner.execute import Progress, Run, execute, paired
 from specdec_lib.runner.prompts import prompts_for
 
@@ -53,8 +53,44 @@ def sampling_config(S: Study) -> dict[str, Any]:
             # token exercises accept, reject and residual at the lowest cost per sample
             "k": 1,
         },
+        "sequence": sequence_config(S, e.get("sequence")),
         "arms": {BASELINE: "none", **specs},
     }
+
+
+def sequence_config(S: Study, seq: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The check of positions 1..m (`runner.distribution.sequence_checks`), from the profile's
+    `sampling.sequence` (None when it has none): the drafts it runs (names in the profile's
+    `drafts`: a high-acceptance one such as the n-gram copy and a low one such as the bigram),
+    their K, the positions, the seeds per method, the looping prompt (the first prompt's
+    `loop_tokens` tokens after its first, repeated `repeats` times, so that copying drafts are
+    accepted), and the verdict's thresholds (`analysis.sampling.sequence_verdict`)."""
+    if not seq:
+        return None
+    drafts = S.profile["drafts"]
+    names = [str(a) for a in seq.get("drafts", ["ngram", "bigram"])]
+    if missing := [a for a in names if a not in drafts]:
+        raise SpecdecError(
+            f"sampling.sequence.drafts {missing} are not in the profile's drafts: "
+            f"{', '.join(drafts)}"
+        )
+    return {
+        "drafts": {arm_name(drafts[a]): drafts[a] for a in names},
+        "k": int(seq.get("k", 2)),
+        "positions": int(seq.get("positions", 3)),
+        "n_samples": int(seq["n_samples"]),
+        "loop_tokens": int(seq.get("loop_tokens", 16)),
+        "repeats": int(seq.get("repeats", 4)),
+        "tvd_target": float(seq.get("tvd_target", 0.05)),
+        "min_path": int(seq.get("min_path", 50)),
+    }
+
+
+def looping_prompt(ids: list[int], loop_tokens: int, repeats: int) -> list[int]:
+    """ids[0], then ids[1 : 1 + loop_tokens] repeated: a prompt whose continuation repeats."""
+    if len(ids) < 1 + loop_tokens:
+        raise SpecdecError(f"a looping prompt needs {1 + loop_tokens} tokens, got {len(ids)}")
+    return ids[:1] + ids[1 : 1 + loop_tokens] * repeats
 
 
 def run_sampling(S: Study) -> ExperimentResult:
@@ -71,8 +107,17 @@ def _sampling(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
     main = next(iter(specs))
     arms = build_arms(S, loaded, specs, cfg["k"])
     prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
+    seq_cfg = cfg["sequence"]
+    seq_gens: dict[str, tuple[Any, int]] = {}
+    if seq_cfg:
+        seq_arms = build_arms(S, loaded, seq_cfg["drafts"], seq_cfg["k"])
+        seq_gens = {
+            a.method.name: (a.generator, seq_cfg["k"] if i else 0) for i, a in enumerate(seq_arms)
+        }
+        loop = looping_prompt(list(prompts[0].ids), seq_cfg["loop_tokens"], seq_cfg["repeats"])
     rows: list[dict[str, Any]] = []
     by_t, table, dist_rows, checks, headline = {}, [], [], {}, {}
+    seq_checks, seq_rows = {}, []
     for t in cfg["temperatures"]:
         samp = SamplingConfig(temperature=t, seed=cfg["seed"])
         rs = paired(
@@ -93,6 +138,9 @@ def _sampling(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
         dist_rows += drows
         checks[str(t)] = check
         headline[str(t)] = temperature_headline(sm, check, main, cfg["distribution"]["arms"])
+        if seq_cfg:
+            seq_checks[str(t)], srows = sequence_checks(seq_gens, loop, samp, seq_cfg, t)
+            seq_rows += srows
     summary = {
         "temperatures": cfg["temperatures"],
         "by_temperature": by_t,
@@ -100,7 +148,11 @@ def _sampling(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
         "distribution_check": checks,
         "headline": headline,
     }
-    return Run(rows, summary, {"distribution.csv": dist_rows})
+    extra = {"distribution.csv": dist_rows}
+    if seq_cfg:
+        summary["sequence_check"] = seq_checks
+        extra["sequence.csv"] = seq_rows
+    return Run(rows, summary, extra)
 
 
 def _check(

@@ -29,8 +29,8 @@ from specdec_lib.reporting.format import (admonition, ci, ci_pct, common_markdow
                                           missing_note, num, pct, split_common)
 from specdec_lib.reporting.tables import (
     beside_published, config_table, env_table, headline_table, identity_clause, identity_sentence,
-    identity_table, k_sweep_table, peers_table, sampling_table, study_table, total_batch_seconds,
-    transformer_note)
+    identity_table, k_sweep_table, peers_table, sampling_table, sequence_sentence, sequence_table,
+    study_table, total_batch_seconds, transformer_note)
 from specdec_lib.reporting.verdicts import (LABELS, bottom_line, h3_per_draft, key_numbers,
                                             replay_check_sentence, rule_markdown, scope,
                                             verdict_table, verdicts)
@@ -52,7 +52,8 @@ __all__ = [
     "headline_table", "identity_clause", "identity_sentence", "identity_table", "k_sweep_table",
     "key_numbers", "load_results", "md_table", "missing_note", "new_figure", "num", "pct",
     "peers_table", "profiles_with_results", "rate_from_a", "rule_markdown", "sampling_table",
-    "scope", "show", "split_common", "study_table", "total_batch_seconds", "transformer_note",
+    "scope", "sequence_sentence", "sequence_table", "show", "split_common", "study_table",
+    "total_batch_seconds", "transformer_note",
     "verdict_table", "verdicts", "published_level", "published_ratio",
 ]  # fmt: skip
 

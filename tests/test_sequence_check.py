@@ -19,6 +19,8 @@ from specdec_lib.core.draft import Draft, Drafter, NoDrafter
 from specdec_lib.core.sampling import make_generator, sample, uniform
 from specdec_lib.core.verify import Verdict, residual
 from specdec_lib.drafters.model import ModelDrafter
+from specdec_lib.reporting.readings import _extra_tables
+from specdec_lib.reporting.tables import sequence_sentence, sequence_table
 from specdec_lib.runner import distribution
 from specdec_lib.runner.distribution import (
     DRAFT_PATHS,
@@ -206,3 +208,23 @@ def test_sequence_tests_reject_a_draft_that_runs_the_target_body(fake_target):
     gen = SimpleNamespace(lm=CachedLM(fake_target, use_cache=False), drafter=Hidden())
     with pytest.raises(Exception, match="do not run the target's body"):
         sequence_tests(gen, PROMPT, 1, SAMPLING, range(2), 2)
+
+
+def test_the_book_and_the_reading_state_the_check_from_the_result(fake_target):
+    """The book's sentence, its table and the notebook's reading carry the stored verdicts and
+    counts; a result written before the check says that only the first token was tested."""
+    out, _ = sequence_checks(gens(fake_target), PROMPT, SAMPLING, {**CFG, "n_samples": 400}, 1.0)
+    cfg = {"sequence": {**CFG, "n_samples": 400, "k": SEQ["k"]}}
+    res = SimpleNamespace(summary={"sequence_check": {"1.0": out}}, config=cfg)
+    prof = SimpleNamespace(get=lambda name: res if name == "sampling" else None)
+    text = sequence_sentence(prof)
+    assert "400 decode runs" in text and f"near: {out['near']['verdict']}" in text
+    assert f"{out['argmax']['paths_tested']['residual_later']}" in text
+    table = sequence_table(prof)
+    assert list(table["sampler"]) == ["baseline", "near", "argmax"]
+    assert "residual (after an accepted prefix)" in table.columns
+    reading = "\n".join(_extra_tables({"sequence_check": {"1.0": out}}))
+    assert "Positions 1..m" in reading and out["near"]["verdict"] in reading
+    old = SimpleNamespace(summary={}, config={})
+    assert "predates" in sequence_sentence(SimpleNamespace(get=lambda name: old))
+    assert sequence_table(SimpleNamespace(get=lambda name: old)) is None

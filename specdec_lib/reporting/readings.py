@@ -294,6 +294,20 @@ def _extra_tables(summary: dict) -> list[str]:
                 })  # fmt: skip
         out.append("First sampled token against the target's exact distribution:\n\n"
                    + md_table(rows))  # fmt: skip
+    if seq := summary.get("sequence_check"):
+        rows = []
+        for t, chk in seq.items():
+            for m, c in chk.items():
+                paths = c.get("paths_tested") or {}
+                rows.append({
+                    "temperature": t, "sampler": m, "verdict": c.get("verdict"),
+                    "tokens tested": fmt(c.get("n_tested"), "n"), "p": fmt(c.get("p_value"), ""),
+                    "detectable TVD (80% power)": fmt(c.get("detectable_tvd"), ""),
+                    **{k: fmt(paths.get(k, 0), "n") for k in c.get("needed_paths") or []},
+                })  # fmt: skip
+        out.append("Positions 1..m against the target's exact conditionals (tested tokens per "
+                   "verifier path; verdict rule in `analysis.sampling.sequence_verdict`):\n\n"
+                   + md_table(rows))  # fmt: skip
     return out
 
 

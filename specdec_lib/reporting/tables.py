@@ -291,6 +291,83 @@ def sampling_table(p: Profile) -> pd.DataFrame | None:
     return pd.DataFrame(out)
 
 
+PATH_LABELS = {
+    "accept": "accepted drafts",
+    "residual_first": "residual (first draft rejected)",
+    "residual_later": "residual (after an accepted prefix)",
+    "bonus": "bonus",
+    "target": "target's own draw",
+}
+
+
+def sequence_table(p: Profile) -> pd.DataFrame | None:
+    """Per temperature and method, the check of positions 1..m (`summary["sequence_check"]`):
+    its verdict, the combined test, what it detects and the tested tokens of each path; None for
+    a result written before the check existed."""
+    res = p.get("sampling")
+    checks = (res.summary.get("sequence_check") or {}) if res is not None else {}
+    if not checks:
+        return None
+    seq = res.config.get("sequence") or {}
+    out = []
+    for t, chk in checks.items():
+        for m, c in chk.items():
+            paths = c.get("paths_tested") or {}
+            out.append(
+                {
+                    "temperature": num(as_float(t), 1),
+                    "sampler": m,
+                    "verdict": c.get("verdict"),
+                    "runs x positions": f"{seq.get('n_samples')} x {seq.get('positions')}",
+                    "tokens tested": num(c.get("n_tested"), 0),
+                    "chi-square p": num(c.get("p_value"), 3),
+                    "dof": num(c.get("dof"), 0),
+                    "detectable TVD (80% power)": num(c.get("detectable_tvd"), 3),
+                    **{lab: num(paths.get(k, 0), 0) for k, lab in PATH_LABELS.items()},
+                }
+            )
+    return pd.DataFrame(out)
+
+
+def sequence_sentence(p: Profile) -> str:
+    """What the sampling experiment's result says the empirical check covered, in one paragraph
+    read from the result file (the book states no verdict of its own)."""
+    res = p.get("sampling")
+    if res is None:
+        return "The sampling experiment has no result in this profile."
+    checks = res.summary.get("sequence_check") or {}
+    if not checks:
+        return (
+            "This profile's sampling result predates the check of positions 1..m: it tested the "
+            "first sampled token only, so the verifier's accept path, its bonus token and the "
+            "residual after an accepted prefix were hardly exercised."
+        )
+    seq = res.config.get("sequence") or {}
+    parts = []
+    for t, chk in checks.items():
+        said = []
+        for m, c in chk.items():
+            paths = c.get("paths_tested") or {}
+            said.append(
+                f"{m}: {c.get('verdict')} (p = {num(c.get('p_value'), 3)}, "
+                f"{num(c.get('n_tested'), 0)} tokens tested, "
+                f"detectable TVD {num(c.get('detectable_tvd'), 3)}; "
+                + ", ".join(f"{PATH_LABELS[k]} {num(paths.get(k, 0), 0)}" for k in PATH_LABELS)
+                + ")"
+            )
+        parts.append(f"at T = {num(as_float(t), 1)}, " + "; ".join(said))
+    return (
+        f"The experiment `06_sampling` checks it empirically: {seq.get('n_samples')} decode runs "
+        f"of {seq.get('positions')} tokens per method (K = {seq.get('k')}) on a looping prompt, "
+        "every token tested against the target's exact conditional given the tokens before it; "
+        "verdicts by the rule fixed before the run (deviates if p < 0.05; consistent if not, "
+        f"with a detectable TVD of at most {seq.get('tvd_target')} and at least "
+        f"{seq.get('min_path')} tested tokens on every path; inconclusive otherwise). "
+        + "; ".join(parts)
+        + "."
+    )
+
+
 def by_float_key(d: dict[str, Any], x: Any) -> Any:
     """d["0.7"] for x = 0.7 whatever the key's spelling ("0.7", "0.70")."""
     for k, v in d.items():

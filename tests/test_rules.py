@@ -159,3 +159,38 @@ def test_every_rule_has_its_text_with_its_threshold():
     for key in ("H3", "H4"):
         assert f"{rules.MATERIAL_RATIO:.2f}" in rules.RULES[key]
     assert f"{rules.LEVEL_BAND:.2f}" in rules.RULES["H3"]
+
+
+def test_power_is_defined_from_two_units():
+    """The same interval as `test_power_by_hand` over n = 2 has the same detectable difference
+    (0.042884); over n = 1 it has none. Planted bugs (mutation survivors): `q.n < 2` turned into
+    `q.n <= 2` or `q.n < 3`, which refuse the power of a two-unit interval."""
+    assert rules.power(Interval(0.93, 0.90, 0.96, 2), 0.95).detectable == pytest.approx(
+        0.042884, abs=1e-5
+    )
+    assert rules.power(Interval(0.93, 0.90, 0.96, 2), 0.95).units_to_decide == 10  # 9.19 -> 10
+    assert math.isnan(rules.power(Interval(0.93, 0.90, 0.96, 1), 0.95).detectable)
+
+
+def test_a_draft_exactly_one_band_from_the_published_level_is_decisive(monkeypatch):
+    """The band is inclusive ("within"): a level exactly LEVEL_BAND from the published level is
+    chosen. No float lies exactly one band from today's published level, so the level is set to
+    0.1, where 0.1 - 0.05 is exact. Planted bug (a mutation survivor): `<= LEVEL_BAND` turned
+    into `< LEVEL_BAND`."""
+    monkeypatch.setattr(rules, "published_level", lambda: 0.1)
+    assert abs(0.05 - 0.1) == rules.LEVEL_BAND
+    assert rules.decisive_draft({"far": 0.5, "edge": 0.05}) == "edge"
+
+
+def test_implied_acceptance_defaults_to_k_4():
+    """By hand at a = 0.5, K = 4: (0.5 - 0.5^5) / (4 x 0.5) = 0.46875 / 2 = 0.234375. Planted bug
+    (a mutation survivor): the default K changed to 5 (which gives 0.19375)."""
+    assert rules.implied_acceptance(0.5) == 0.234375
+
+
+# `make mutation` on rules.py leaves three mutants alive, each equivalent (no input tells it
+# apart): the H1 text's margin `100 * (H1_EXTRA_GROWTH - 1)` -> `101 * ...` prints "10%" either
+# way at 1.10 (10.1 rounds to 10); the bisection in `agreement_for_acceptance` with 61 steps
+# instead of 60, or `<=` instead of `<`, converges to the same float (after 60 halvings of [0, 1]
+# the bracket is narrower than a float's spacing there, and equality moves only which side of one
+# point the bracket keeps).

@@ -152,3 +152,41 @@ def test_a_forced_recompute_cut_short_leaves_nothing_once_the_result_is_reused(
     assert again.path == first.path and len(calls) == 2 + 2 + 1  # reused, nothing recomputed
     assert not list((tmp_path / "smoke").glob(".bigram.partial-*"))
     assert not killed_in_publish.exists()
+
+
+def test_a_killed_distribution_check_resumes_per_method_and_prompt(tmp_path, monkeypatch):
+    """Killed inside the first sampling distribution check: the rerun redoes none of the
+    (temperature, method, prompt) tests it had finished, and publishes the same tests as an
+    uninterrupted run."""
+    from specdec_lib.runner import distribution
+
+    real = distribution.first_token_samples
+
+    def recording(kill_at: int | None) -> list[tuple]:
+        calls: list[tuple] = []
+
+        def first_token_samples(generator, prompt, k, sampling, seeds):
+            calls.append((sampling.temperature, k, tuple(prompt), tuple(seeds)[:1]))
+            if kill_at is not None and len(calls) == kill_at:
+                raise Killed
+            return real(generator, prompt, k, sampling, seeds)
+
+        monkeypatch.setattr(distribution, "first_token_samples", first_token_samples)
+        return calls
+
+    monkeypatch.delenv("FORCE", raising=False)
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    S = study.setup("smoke", results_dir=str(tmp_path / "killed"))
+    calls = recording(kill_at=4)  # baseline's two prompts and the first draft arm's first done
+    with pytest.raises(Killed):
+        study.run_sampling(S)
+    finished = set(calls[:3])
+    calls = recording(kill_at=None)
+    study.run_sampling(S)
+    assert calls and not finished & set(calls)
+    whole = study.setup("smoke", results_dir=str(tmp_path / "whole"))
+    study.run_sampling(whole)
+    tests = [
+        (tmp_path / d / "smoke/sampling/distribution.csv").read_text() for d in ("killed", "whole")
+    ]
+    assert tests[0] == tests[1]

@@ -106,34 +106,54 @@ def draft_first_probs(generator, prompt: Sequence[int], k: int, sampling) -> np.
 
 
 def method_tests(
-    gen: Any, k: int, prompts: Sequence[Any], sampling: SamplingConfig, seeds_at: Any, desc: str
+    gen: Any,
+    k: int,
+    prompts: Sequence[Any],
+    sampling: SamplingConfig,
+    seeds_at: Any,
+    desc: str,
+    checkpoint: Any = None,
 ) -> tuple[list[dict[str, Any]], list[float | None]]:
     """One method's goodness-of-fit test per prompt (n samples on the seeds `seeds_at(i)` gives
     prompt i), and for a method that drafts (k > 0) the TVD of its unverified first draft per
-    prompt that has more than one bin (a prompt with one bin tests nothing)."""
+    prompt that has more than one bin (a prompt with one bin tests nothing). With a checkpoint
+    (`results.store.Checkpoint`; segment `desc`) each prompt's test is saved as it finishes and
+    a rerun takes the finished ones from it."""
+    done = checkpoint.done(desc, prompts) if checkpoint is not None else {}
     tests, unverified = [], []
     for i, p in enumerate(tqdm(prompts, desc=desc)):
         ids = list(p.ids)
-        samples = first_token_samples(gen, ids, k, sampling, seeds_at(i))
-        probs = exact_next_probs(gen, ids, sampling)
-        r = stats.goodness_of_fit(samples, probs)
-        r["tvd_unverified"] = None  # the baseline drafts nothing
-        if k:
-            r["tvd_unverified"] = tvd_between(probs, draft_first_probs(gen, ids, k, sampling))
-            if r["dof"]:
-                unverified.append(r["tvd_unverified"])
+        if i in done:
+            r = done[i][0]
+        else:
+            samples = first_token_samples(gen, ids, k, sampling, seeds_at(i))
+            probs = exact_next_probs(gen, ids, sampling)
+            r = stats.goodness_of_fit(samples, probs)
+            r["tvd_unverified"] = None  # the baseline drafts nothing
+            if k:
+                r["tvd_unverified"] = tvd_between(probs, draft_first_probs(gen, ids, k, sampling))
+            if checkpoint is not None:
+                checkpoint.add(desc, i, ids, [r])
+        if k and r["dof"]:
+            unverified.append(r["tvd_unverified"])
         tests.append(r)
     return tests, unverified
 
 
 def distribution_checks(
-    gens: dict[str, tuple[Any, int]], prompts, sampling, n_samples: int, t: float
+    gens: dict[str, tuple[Any, int]],
+    prompts,
+    sampling,
+    n_samples: int,
+    t: float,
+    checkpoint: Any = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Per method (baseline and speculative arms): n_samples first tokens per prompt through the
     library's drafter and verifier, tested against the target's exact p (chi-square over pooled
     bins, prompts combined), with the smallest TVD the combined test detects (80% power, alpha
     0.05) and, for speculative arms, the TVD a verifier that accepted every draft would produce.
-    Every method and prompt gets its own seeds, so no two methods share random draws."""
+    Every method and prompt gets its own seeds, so no two methods share random draws. A
+    checkpoint keeps each (method, prompt) test as it finishes (`method_tests`)."""
     out: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
     for j, (mname, (gen, k)) in enumerate(gens.items()):
@@ -143,7 +163,7 @@ def distribution_checks(
             return range(start, start + n_samples)
 
         desc = f"distribution T={t} {mname}"
-        tests, unverified = method_tests(gen, k, prompts, sampling, seeds_at, desc)
+        tests, unverified = method_tests(gen, k, prompts, sampling, seeds_at, desc, checkpoint)
         rows += [{"temperature": t, "prompt": i, "method": mname, **r} for i, r in enumerate(tests)]
         out[mname] = method_check(tests, unverified, bool(k))
     return out, rows

@@ -2,8 +2,8 @@
 that the first sampled token follows the target's exact distribution (`runner.distribution`),
 through the library's own drafter and verifier, for the baseline and every checked draft arm.
 
-Builds the config, arms and rows; the summaries are `analysis.sampling`'s. The timed runs resume
-per prompt; the distribution check is not checkpointed: an interrupted run restarts it.
+Builds the config, arms and rows; the summaries are `analysis.sampling`'s. Both parts resume: the
+timed runs per prompt, the distribution check per (temperature, method, prompt).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from specdec_lib.config import SamplingConfig
 from specdec_lib.errors import SpecdecError
 from specdec_lib.measure.paired import Arm
 from specdec_lib.results.catalog import BASELINE
-from specdec_lib.results.store import ExperimentResult
+from specdec_lib.results.store import Checkpoint, ExperimentResult
 from specdec_lib.runner.context import Study, arm_name, base_config, build_arms, load_target
 from specdec_lib.runner.distribution import distribution_checks, sequence_checks
 from specdec_lib.runner.execute import Progress, Run, execute, paired
@@ -134,7 +134,7 @@ def _sampling(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
         sm = summarize(rs)
         by_t[str(t)] = {"arms": sm}
         table += temperature_rows(t, sm)
-        check, drows = _check(cfg, arms, prompts, samp, t)
+        check, drows = _check(cfg, arms, prompts, samp, t, getattr(on_row, "checkpoint", None))
         dist_rows += drows
         checks[str(t)] = check
         headline[str(t)] = temperature_headline(sm, check, main, cfg["distribution"]["arms"])
@@ -156,7 +156,12 @@ def _sampling(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
 
 
 def _check(
-    cfg: dict[str, Any], arms: list[Arm], prompts: list[Any], samp: SamplingConfig, t: float
+    cfg: dict[str, Any],
+    arms: list[Arm],
+    prompts: list[Any],
+    samp: SamplingConfig,
+    t: float,
+    checkpoint: Checkpoint | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The distribution check at one temperature: the baseline (a control for the test itself)
     and the profile's checked arms (default: every draft arm), each on its own seeds."""
@@ -166,5 +171,5 @@ def _check(
     gens.update(
         {a.method.name: (a.generator, dist["k"]) for a in arms[1:] if a.method.name in dist["arms"]}
     )
-    by_method, drows = distribution_checks(gens, prompts[:nd], samp, ns, t)
+    by_method, drows = distribution_checks(gens, prompts[:nd], samp, ns, t, checkpoint)
     return {"n_samples_per_prompt": ns, "n_prompts": nd, **by_method}, drows

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import json
 import os
 import random
 import resource
@@ -133,6 +134,22 @@ def leftovers(results: Path) -> list[str]:
     ]
 
 
+def unreadable(results: Path) -> list[str]:
+    """Files of published results that do not parse (a damaged file the rerun reused)."""
+    out = []
+    for f in sorted((results / PROFILE).glob("[!.]*/*")):
+        try:
+            if f.suffix == ".json":
+                json.loads(f.read_bytes().decode("utf-8"))
+            elif f.suffix == ".csv":
+                f.read_bytes().decode("utf-8")
+                if b"\0" in f.read_bytes():
+                    raise ValueError("a NUL byte")
+        except ValueError as e:
+            out.append(f"{f.parent.name}/{f.name} is unreadable after the rerun ({e})")
+    return out
+
+
 def differences(results: Path, reference: dict[str, list[tuple[str, ...]]]) -> list[str]:
     """Experiments whose rerun rows differ from the reference run's, or that are not whole."""
     out = []
@@ -183,6 +200,8 @@ def worker(
     """The batch in a process of its own group; kill = (experiment, seconds after its start,
     signal). Returns the exit status and the group's processes still alive after it ended."""
     with open(log, "ab") as err:
+        err.write(b"\n== worker\n")
+        err.flush()  # before the worker writes to the same file
         proc = subprocess.Popen(
             [sys.executable, "-c", WORKER, str(results), ",".join(EXPERIMENTS)],
             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err, text=True,
@@ -318,14 +337,16 @@ def disk_fault(results, log, reference, times, rng) -> Outcome:
 
         rc, alive = worker(target, log, base_env(), preexec=None if mounted else limit)
         how = "tmpfs" if mounted else "file-size limit"
+        said = log.read_text(errors="replace").rsplit("\n== worker\n", 1)[-1].strip()
+        last = said.splitlines()[-1] if said else ""
         out = Outcome(f"disk full {room // 1024} KiB after {EXPERIMENTS[start]} starts ({how}, "
-                      f"exit {rc})")  # fmt: skip
+                      f"exit {rc}: {last[:160]!r})")  # fmt: skip
         out.problems += [f"process {p} left running" for p in alive]
         out.problems += half_written(target)
         if mounted:
             subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
         rerun(target, log)
-        out.problems += differences(target, reference) + leftovers(target)
+        out.problems += differences(target, reference) + leftovers(target) + unreadable(target)
         out.problems += secrets_in(target)
         shutil.rmtree(target, ignore_errors=True)
     return out
@@ -391,6 +412,7 @@ def main(argv: list[str] | None = None) -> int:
             if kind != "disk":
                 rerun(results, log)
                 out.problems += differences(results, reference) + leftovers(results)
+                out.problems += unreadable(results)
             out.problems += secrets_in(results, log)
             failed += bool(out.problems)
             status = "FAILED: " + "; ".join(out.problems) if out.problems else "ok"

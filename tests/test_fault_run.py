@@ -44,6 +44,15 @@ def test_a_half_written_result_and_leftovers_are_found(tmp_path):
     ]
 
 
+def test_a_result_file_that_no_longer_parses_is_found(tmp_path):
+    d = published(tmp_path)
+    assert faults.unreadable(tmp_path) == []
+    (d / "env.json").write_bytes(b'{"python": "3"\0\0}')
+    (d / "per_prompt.csv").write_bytes((d / "per_prompt.csv").read_bytes() + b"\xff")
+    found = faults.unreadable(tmp_path)
+    assert [f.split(" is ")[0] for f in found] == ["baseline/env.json", "baseline/per_prompt.csv"]
+
+
 def test_a_planted_secret_in_any_file_is_found(tmp_path):
     (tmp_path / "w" / "run").mkdir(parents=True)
     (tmp_path / "w" / "run" / "config.yaml").write_text(f"key: {faults.PLANTED['HF_TOKEN']}\n")

@@ -270,7 +270,7 @@ def kill_fault(results, log, reference, times, rng, sig) -> Outcome:
     """Kill the batch at a random point of a random experiment, maybe damage its checkpoint."""
     start = rng.randrange(len(EXPERIMENTS))
     exp = EXPERIMENTS[start]
-    after = rng.uniform(0, times[exp] * 1.1)
+    after = rng.uniform(0, times[exp])
     env = base_env()
     if rng.random() < 0.3:
         env["FORCE"] = "1"
@@ -280,7 +280,8 @@ def kill_fault(results, log, reference, times, rng, sig) -> Outcome:
             shutil.rmtree(results / PROFILE / name, ignore_errors=True)
         how = "removed from it on"
     rc, alive = worker(results, log, env, kill=(exp, after, sig))
-    out = Outcome(f"{signal.Signals(sig).name} {after:.2f} s into {exp} ({how}, exit {rc})")
+    ended = ": the batch had ended, nothing killed" if rc == 0 else ""
+    out = Outcome(f"{signal.Signals(sig).name} {after:.2f} s into {exp} ({how}, exit {rc}{ended})")
     out.problems += [f"process {p} of the killed batch was left running" for p in alive]
     out.problems += half_written(results)
     partial = sorted((results / PROFILE).glob(".*.partial-*.jsonl"))

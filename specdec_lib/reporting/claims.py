@@ -316,12 +316,31 @@ def performance_claims(p: Profile) -> list[Claim]:
     return [c for c in out if c is not None]
 
 
+CHECK_NUMBERS = ("p_value", "detectable_tvd", "tvd", "tvd_unverified", "n_tested", "chi2", "dof")
+
+
+def sampling_check_claims(p: Profile) -> list[Claim]:
+    """The sampling experiment's distribution checks as the book states them: per temperature
+    and sampler the test's p, what it detects, the samples tested, and for the check of
+    positions 1..m the tested tokens of each verifier path."""
+    s = summary(p, "sampling")
+    src = _source(p, "sampling", "summary.json")
+    out = []
+    for section in ("distribution_check", "sequence_check"):
+        for path, d in _walk(s.get(section) or {}, (section,)):
+            if path[-1] in CHECK_NUMBERS or (len(path) > 1 and path[-2] == "paths_tested"):
+                expr = f"at(summary(p, 'sampling'), {_args(path)})"
+                out.append(_claim("sampling checks", f"sampling: {' / '.join(path)}", d, src, expr))
+    return [c for c in out if c is not None]
+
+
 CLAIMS: dict[str, Callable[[Profile], list[Claim]]] = {
     "key numbers": key_number_claims,
     "verdicts": verdict_claims,
     "headline": headline_claims,
     "arms": arm_claims,
     "performance": performance_claims,
+    "sampling checks": sampling_check_claims,
 }
 
 

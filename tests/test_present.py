@@ -95,3 +95,33 @@ def test_the_agreement_reading_counts_documents_and_positions_not_prompts():
         {"experiment": "x"}, {**ran, "n_prompts": 6, "max_new_tokens": 32}, {}
     )
     assert "n = 6 prompts, 32 new tokens each" in timed
+
+
+def test_every_reading_says_what_the_run_showed_with_n_and_the_hypotheses_it_feeds(synthetic):
+    """Not only what ran: each reading states what the files show (an interval against 1x, a
+    sweep's first against its last cell, the sampling checks), with n, and names the hypotheses
+    its files feed."""
+    for exps in NOTEBOOKS.values():
+        for exp in exps:
+            text = present.reading(synthetic / exp)
+            assert "**What it showed.**" in text, exp
+            shown = text.split("**What it showed.**")[1]
+            assert re.search(r"n = \d+", shown), exp
+            for h in present.bears_on(exp):
+                assert h in shown and "paradox" in shown, (exp, h)
+    assert present.bears_on("agreement") == ["H3"]
+    assert set(present.bears_on("context_sweep")) == {"H1", "H2", "H4"}
+    bigram = present.reading(synthetic / "bigram").split("**What it showed.**")[1]
+    said = r"`bigram` ran at [0-9.]+x \[[0-9.]+x, [0-9.]+x\] the baseline's speed"
+    assert re.search(said, bigram)
+
+
+def test_a_speedup_reading_follows_its_interval():
+    def said(lo, hi):
+        arms = {"baseline": {"n_prompts": 5}, "d": {"n_prompts": 5, "speedup": {
+            "value": (lo + hi) / 2, "ci_low": lo, "ci_high": hi}}}  # fmt: skip
+        return present.showed({"experiment": "bigram", "arms": arms})
+
+    assert "interval above 1.00x" in said(1.1, 1.3)
+    assert "interval below 1.00x" in said(0.7, 0.9)
+    assert "includes 1.00x" in said(0.9, 1.1)

@@ -311,6 +311,122 @@ def _extra_tables(summary: dict) -> list[str]:
     return out
 
 
+# the hypotheses whose Q an experiment's files feed (reporting.claims.VERDICT_SOURCES), and where
+# the book decides them
+PARADOX = "book/paradox.md"
+
+
+def bears_on(experiment: str) -> list[str]:
+    """The hypotheses (H1..H4) whose verdicts read this experiment's files."""
+    from specdec_lib.reporting.claims import VERDICT_SOURCES
+
+    return [h for h, files in VERDICT_SOURCES.items()
+            if any(f.split("/")[0] == experiment for f in files)]  # fmt: skip
+
+
+def _side(d: Any, null: float) -> str:
+    """Where an interval dict lies against `null`: above, below, or across it."""
+    if not isinstance(d, dict) or not (_finite(d.get("ci_low")) and _finite(d.get("ci_high"))):
+        return "without an interval"
+    if d["ci_low"] > null:
+        return f"its interval above {fmt(null, 'x')}"
+    if d["ci_high"] < null:
+        return f"its interval below {fmt(null, 'x')}"
+    return f"its interval includes {fmt(null, 'x')}: no difference shown at this n"
+
+
+def _shown_arms(summary: dict) -> list[str]:
+    out = []
+    for m, s in (summary.get("arms") or {}).items():
+        n = s.get("n_prompts")
+        if m == "baseline":
+            tps = s.get("tokens_per_s")
+            if isinstance(tps, dict) and len(summary.get("arms") or {}) == 1:
+                out.append(f"the target alone generated {_ci({**tps, 'n': None}, 't')} tokens/s "
+                           f"(median over n = {n} prompts)")  # fmt: skip
+            continue
+        sp = s.get("speedup")
+        if not isinstance(sp, dict):
+            continue
+        out.append(f"`{m}` ran at {_ci({**sp, 'n': None}, 'x')} the baseline's speed "
+                   f"(n = {n} prompts; {_side(sp, 1.0)})")  # fmt: skip
+    return out
+
+
+def _shown_table(summary: dict, key: str, cell: str) -> list[str]:
+    """Per method, the first and last cell and whether their intervals overlap."""
+    by: dict[str, list[dict]] = {}
+    for t in summary.get("table", []):
+        m = t.get("method", t.get("draft"))
+        if m != "baseline" and _finite(t.get(key)):
+            by.setdefault(m, []).append(t)
+    out = []
+    kind = "%" if key in ("agreement", "acceptance_rate") else "x"
+    for m, ts in by.items():
+        a, b = ts[0], ts[-1]
+        if a is b:
+            continue
+        own = f"{key}_ci_low" in a
+        lo, hi = (f"{key}_ci_low", f"{key}_ci_high") if own else ("ci_low", "ci_high")
+        apart = all(_finite(x.get(y)) for x in (a, b) for y in (lo, hi)) and (
+            a[lo] > b[hi] or b[lo] > a[hi]
+        )
+        move = "fell" if b[key] < a[key] else "rose"
+        out.append(
+            f"`{m}`'s {key.replace('_', ' ')} {move} from {fmt(a[key], kind)} at {cell} "
+            f"{a.get(cell)} to {fmt(b[key], kind)} at {cell} {b.get(cell)} "
+            + ("(the two intervals do not overlap)" if apart else "(the two intervals overlap)")
+            + _n_of(a))  # fmt: skip
+    return out
+
+
+def _n_of(row: dict) -> str:
+    """', n = 12 prompts' (or documents) for a table row; empty when the row has no count."""
+    for key, unit in (("n_prompts", "prompts"), ("n_documents", "documents")):
+        if row.get(key):
+            return f", n = {row[key]} {unit}"
+    return ""
+
+
+def _shown_sampling(summary: dict) -> list[str]:
+    out = []
+    for t, chk in (summary.get("sequence_check") or {}).items():
+        said = ", ".join(
+            f"`{m}` {c.get('verdict')} (p = {fmt(c.get('p_value'))}, "
+            f"{fmt(c.get('n_tested'), 'n')} tokens)"
+            for m, c in chk.items()
+        )
+        out.append(f"at T = {t}, tokens 1..m against the target's exact conditionals: {said}")
+    for t, chk in (summary.get("distribution_check") or {}).items():
+        said = ", ".join(f"`{m}` p = {fmt(c.get('p_value'))} (detects TVD "
+                         f"{fmt(c.get('detectable_tvd'))}, n = {fmt(c.get('n_samples'), 'n')})"
+                         for m, c in chk.items() if isinstance(c, dict))  # fmt: skip
+        out.append(f"at T = {t}, the first sampled token against the target's: {said}")
+    return out
+
+
+def showed(summary: dict) -> str | None:
+    """**What it showed**: the run's result in words, read from the files (intervals against
+    1x, first against last cell of a sweep, the sampling checks' outcomes), and the hypotheses
+    its files feed, with where the book decides them."""
+    exp = summary.get("experiment", "")
+    if exp in ("context_sweep", "context_sweep_nocache"):
+        lines = _shown_table(summary, "speedup", "context")
+    elif exp == "agreement":
+        lines = _shown_table(summary, "agreement", "context")
+    elif exp == "sampling":
+        lines = _shown_sampling(summary)
+    else:
+        lines = _shown_arms(summary)
+    parts = []
+    if lines:
+        parts.append("**What it showed.** " + "; ".join(lines) + ".")
+    if hs := bears_on(exp):
+        parts.append(f"These files feed {', '.join(hs)}, decided in the paradox chapter "
+                     f"(`{PARADOX}`) by rules fixed before the numbers.")  # fmt: skip
+    return " ".join(parts) or None
+
+
 def reading(path: Path) -> str:
     """The Markdown reading of one result directory (without its figures)."""
     path = Path(path)
@@ -325,6 +441,8 @@ def reading(path: Path) -> str:
     elif summary.get("arms"):
         parts.append(md_table(arm_rows(summary["arms"], config.get("arms") or {})))
     parts += _extra_tables(summary)
+    if shown := showed(summary):
+        parts.append(shown)
     files = sorted(p.name for p in path.iterdir() if p.suffix in (".csv", ".json"))
     parts.append(
         "Files: " + ", ".join(f"`{f}`" for f in files) + f" in `{path.parent.name}/{path.name}/` "

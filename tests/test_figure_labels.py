@@ -75,3 +75,32 @@ def test_training_curve_puts_loss_and_agreement_on_separate_labelled_axes(embedd
     assert [ax.get_ylabel() for ax in fig.axes] == ["loss", "agreement (%)"]
     labels = " ".join(_legend_texts(fig))
     assert "training agreement" in labels and "evaluation agreement (another quantity)" in labels
+
+
+def test_h3_text_view_plots_the_tested_change_on_its_own_axis(embedded):
+    """Fig. 5 of issue 22: a change of a few points was invisible on the 0-90 levels' axis; a
+    last panel plots each draft's change with its interval on an axis scaled to the changes,
+    beside zero and the change in agreement the published acceptance fall implies."""
+    fig = R.fig_agreement_vs_context(embedded)
+    change = fig.axes[-1]
+    assert "change" in change.get_xlabel() and "points" in change.get_xlabel()
+    heads = embedded.get("agreement").summary["headline"]
+    tested = [d for d, h in heads.items() if (h.get("change_test") or {}).get("agreement")]
+    assert len(change.get_yticklabels()) == len(tested) and len(tested) >= 2
+    lo, hi = change.get_xlim()
+    assert hi - lo < 40  # points: an axis sized to the changes, not to the levels
+    labels = [t.get_text() for t in change.get_legend().get_texts()]
+    assert any("published" in t for t in labels) and "no change" in labels
+
+
+def test_h4_confound_shows_the_same_prompts_interval_as_a_bar_not_a_band(embedded):
+    """Fig. 8 of issue 22: the same prompts' interval, shaded across the histogram, covered
+    almost the whole axis; it is now a bar above the histogram beside the random splits' middle
+    95%, so the two widths can be compared."""
+    ax = R.fig_prompt_confound(embedded).axes[1]
+    bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert len(bars) == 2
+    spans = [p for p in ax.patches if p.get_width() > 0.5 * (ax.get_xlim()[1] - ax.get_xlim()[0])]
+    assert spans == []  # no shaded band as wide as most of the axis
+    labels = _legend_texts(ax.figure)
+    assert any(t.startswith("same prompts, 95% CI (n = ") for t in labels)

@@ -16,6 +16,8 @@ from specdec_lib.analysis.changes import (
     prompt_swap_change,
     range_for_test,
 )
+from specdec_lib.analysis.rules import PUBLISHED_K
+from specdec_lib.analysis.theory import a_from_rate
 from specdec_lib.analysis.verdicts import sweep_primary
 from specdec_lib.reporting.earlier import earlier_drop, earlier_recomputed
 from specdec_lib.reporting.figures import arms, context, results
@@ -52,7 +54,11 @@ def fig_agreement_vs_context(p: Profile) -> Any:
     agr = p.get("agreement")
     if agr is None or not any("implied_acceptance" in t for t in agr.summary.get("table") or []):
         return None
-    return context.agreement_vs_context(agr.summary, arm_names(agr), earlier_recomputed())
+    e = earlier_drop()
+    implied_fall = a_from_rate(e["acc_hi"], PUBLISHED_K) - a_from_rate(e["acc_lo"], PUBLISHED_K)
+    return context.agreement_vs_context(
+        agr.summary, arm_names(agr), earlier_recomputed(), reference=implied_fall
+    )
 
 
 def fig_ladder(p: Profile) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from specdec_lib.analysis import stats
@@ -175,19 +176,58 @@ def _published_acceptance(ax, published: pd.DataFrame | None) -> None:
             label="earlier study, as reported")  # fmt: skip
 
 
+def agreement_changes(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Draft -> the headline's agreement change over the test range (value, ci_low, ci_high, n,
+    contexts), for the drafts whose summary states one."""
+    out = {}
+    for d, h in (summary.get("headline") or {}).items():
+        test = (h.get("change_test") or {}) if isinstance(h, dict) else {}
+        ch = test.get("agreement")
+        if isinstance(ch, dict) and ch.get("value") is not None:
+            out[d] = {**ch, "contexts": test.get("contexts")}
+    return out
+
+
+def change_panel(
+    ax: Any, changes: dict[str, dict[str, Any]], names: dict[str, str], reference: float | None
+) -> None:
+    """Each draft's change (points) with its 95% CI on its own row, on an axis scaled to the
+    changes, beside zero and the change the published acceptance implies (`reference`)."""
+    rows = list(changes.items())
+    for i, (_, ch) in enumerate(rows):
+        v, lo, hi = (100 * float(ch[k]) for k in ("value", "ci_low", "ci_high"))
+        ax.errorbar([v], [i], xerr=[[v - lo], [hi - v]], fmt="o", color="black", capsize=3)
+    ax.set_yticks(range(len(rows)), [f"{names.get(d, d)} (n = {ch.get('n')})" for d, ch in rows])
+    ax.axvline(0.0, color="grey", lw=1, label="no change")
+    if reference is not None:
+        ax.axvline(100 * reference, color="tab:red", ls="--",
+                   label="the fall the published acceptance implies")  # fmt: skip
+    c = next((ch.get("contexts") for _, ch in rows if ch.get("contexts")), None)
+    span = f" {c[0]} -> {c[1]}" if c else ""
+    ax.set(xlabel=f"agreement change{span} (points)", title="the tested change, 95% CI")
+    ax.invert_yaxis()
+
+
 def agreement_vs_context(
     summary: dict[str, Any],
     names: dict[str, str] | None = None,
     published: pd.DataFrame | None = None,
+    reference: float | None = None,
 ) -> Any:
     """Left: teacher-forced per-position agreement of every draft vs context. Right (when the
     summary has it): the acceptance at K = 4 that agreement implies (book/math.md), beside the
-    earlier study's reported acceptance. Two panels because they are different quantities."""
+    earlier study's reported acceptance. Two panels because they are different quantities.
+    Last (when the summary states them): each draft's agreement change over the test range with
+    its interval, on its own axis, since a change of a few points is invisible on the levels'
+    axis, beside the change in agreement the published acceptance fall implies (`reference`)."""
     tab = pd.DataFrame(summary.get("table") or [])
     if not len(tab):
         return None
     implied = "implied_acceptance" in tab
-    fig, axes = new_figure(2 if implied else 1, 9.0 if implied else 5.2, 4.0)
+    changes = agreement_changes(summary)
+    n_panels = 1 + implied + bool(changes)
+    fig, axes = new_figure(n_panels, 4.6 * n_panels, 4.0)
+    axes = list(axes)
     names = {"target_vs_text": "target vs the real next token", **(names or {})}
     for d, g in tab.groupby("draft", sort=False):
         g = g.sort_values("context")
@@ -204,7 +244,10 @@ def agreement_vs_context(
         _published_acceptance(axes[1], published)
         axes[1].set(ylabel="acceptance at K = 4 (%)", title="acceptance implied by agreement")
     contexts = tab["context"].astype(int).tolist()
-    for ax in axes:
+    if changes:
+        change_panel(axes[-1], changes, names, reference)
+        legend_outside(axes[-1], fontsize="small")
+    for ax in axes[: 1 + implied]:
         log_axis(ax, contexts)
         ax.set_xlabel("context (tokens)")
         ax.axvspan(10, 100, color="grey", alpha=0.08)
@@ -231,8 +274,20 @@ def prompt_confound(
     if "draws" in swap:
         a2.hist(100 * swap["draws"], bins=40, color="tab:orange", alpha=0.7,
                 label="own half of prompts per context")  # fmt: skip
-    a2.axvline(100 * same["value"], color="black", label="same prompts")
-    a2.axvspan(100 * same["ci_low"], 100 * same["ci_high"], color="black", alpha=0.15)
+    # the same prompts' change as a point with its interval above the histogram: a shaded band
+    # as wide as the interval hid the histogram it is compared with
+    top = a2.get_ylim()[1] if "draws" in swap else 1.0
+    v, lo, hi = (100 * float(same[k]) for k in ("value", "ci_low", "ci_high"))
+    a2.errorbar([v], [1.08 * top], xerr=[[v - lo], [hi - v]], fmt="o", color="black",
+                capsize=3, label=f"same prompts, 95% CI (n = {same.get('n')})")  # fmt: skip
+    if "draws" in swap:
+        q_lo, q_hi = (100 * float(x) for x in np.percentile(swap["draws"], [2.5, 97.5]))
+        a2.errorbar([100 * float(np.mean(swap["draws"]))], [1.16 * top],
+                    xerr=[[100 * float(np.mean(swap["draws"])) - q_lo],
+                          [q_hi - 100 * float(np.mean(swap["draws"]))]],
+                    fmt="s", color="tab:orange", capsize=3,
+                    label="random splits, middle 95%")  # fmt: skip
+    a2.set_ylim(0, 1.25 * top)
     a2.axvline(-100 * drop, color="tab:red", ls="--", label="published fall 10 -> 100")
     a2.set(xlabel=f"acceptance change {c0} -> {c1} (points)", ylabel="random splits",
            title="the prompt confound, simulated")  # fmt: skip

@@ -194,3 +194,39 @@ def test_sampled_continuations_follow_the_target(sampling):
     q[ids] = logits_to_probs(next_logits(model, prompt)[ids][None], sampling)[0].double()
     draws = torch.multinomial(q, n, replacement=True, generator=torch.Generator().manual_seed(0))
     assert pvalue([(int(t),) for t in draws], firsts) < 1e-3
+
+
+def understated_q(choose):
+    """A subtly broken draft: the token is drawn as it should be, but the q it reports is 0.8
+    times the distribution it was drawn from, so the verifier accepts with min(1, 1.25 p / q)
+    (the verifier tests' subtle control, here inside the shared-body drafter)."""
+
+    def broken(*args, **kw):
+        tok, q = choose(*args, **kw)
+        return tok, (None if q is None else 0.8 * q)
+
+    return broken
+
+
+def test_a_subtly_broken_shared_body_sampler_fails_the_distribution_check(monkeypatch):
+    """The checks of `test_sampled_continuations_follow_the_target` (same model, prompt, draft,
+    sample size; here with top-k/top-p at T = 0.7) reject the shared-body drafter when the q it
+    reports is 20% too low. Planted bug it catches: `understated_q` wrapped around the drafter's
+    `choose`. The first-token check is what catches it (p 1.5e-6 here, 5e-4 at T = 1); the
+    two-token check alone would not (p 0.004 and 0.79), its cells being many and thin."""
+    from specdec_lib.drafters import shared
+
+    sampling = SAMPLINGS[1]
+    monkeypatch.setattr(shared, "choose", understated_q(shared.choose))
+    model = tiny_gemma(seed=3, n_layers=2)
+    prompt, n = random_prompt(360, 5), 3000
+    exact = exact_two_token_distribution(model, prompt, sampling)
+    target = CachedLM(model)
+    drafter = SharedBodyDrafter(keep(40, seed=1), VOCAB)
+    samples = []
+    for seed in range(n):
+        gen = speculative_decode(target, drafter, prompt, k=2, max_new_tokens=2,
+                                 sampling=sampling, generator=make_generator(seed))  # fmt: skip
+        samples.append(tuple(gen.tokens))
+    firsts = {(a,): sum(p for (x, _), p in exact.items() if x == a) for a, _ in exact}
+    assert min(pvalue([s[:1] for s in samples], firsts), pvalue(samples, exact)) < 1e-3

@@ -1,0 +1,78 @@
+"""The reproducibility chapter's provenance (`environment.provenance`) against this checkout's
+own git history: how far each result's commit lies from the build, and whether the rules a
+result records were those of its own commit."""
+
+from __future__ import annotations
+
+import subprocess
+from types import SimpleNamespace
+
+import pytest
+
+from specdec_lib import ROOT
+from specdec_lib.analysis.rules import rules_sha256
+from specdec_lib.environment import provenance
+
+
+def git(*args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def profile(**envs: dict) -> SimpleNamespace:
+    return SimpleNamespace(results={n: SimpleNamespace(env=e) for n, e in envs.items()})
+
+
+@pytest.fixture(scope="module")
+def head() -> str:
+    try:
+        return git("rev-parse", "HEAD")
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+
+
+def test_commits_markdown_says_how_far_each_result_lies(head):
+    """Planted bug it catches (seen failing): the commit count reversed (HEAD..c counts 0)."""
+    three_back = git("rev-parse", "HEAD~3")
+    md = provenance.commits_markdown(
+        profile(
+            here={"git_commit": head},
+            earlier={"git_commit": three_back},
+            none={},
+            foreign={"git_commit": "f" * 40},
+        )
+    )
+    lines = md.splitlines()
+    assert lines[0] == f"This book was built at commit `{head[:12]}`."
+    assert "- `here`: computed at this commit." in lines
+    assert any(
+        line.startswith(f"- `earlier`: computed at `{three_back[:12]}`, **3 commits before**")
+        for line in lines
+    )
+    assert "- `none`: no commit recorded." in lines
+    assert f"- `foreign`: computed at `{'f' * 12}`, not in this checkout's history." in lines
+    assert "FORCE=1" in md  # results from an earlier commit: how to recompute them
+    assert provenance.commits_markdown(profile()) == "No results for this profile."
+
+
+def test_rules_markdown_checks_each_results_rules_against_its_commit(head):
+    """A result at HEAD recording today's rules hash was measured under them and its commit
+    holds them; one recording another hash says so twice; a commit not here cannot be checked.
+    Planted bug it catches (seen failing): the recorded hash compared with itself (always
+    "current")."""
+    md = provenance.rules_markdown(
+        profile(
+            same={"git_commit": head, "rules_sha256": rules_sha256()},
+            other={"git_commit": head, "rules_sha256": "0" * 64},
+            gone={"git_commit": "f" * 40, "rules_sha256": rules_sha256()},
+            old={},
+        )
+    )
+    line = {n: next(x for x in md.splitlines() if x.startswith(f"- `{n}`")) for n in
+            ("same", "other", "gone", "old")}  # fmt: skip
+    assert "under the current rules" in line["same"] and "already held these rules" in line["same"]
+    assert "under **other rules**" in line["other"] and "held **other rules**" in line["other"]
+    assert "does not hold" in line["gone"]
+    assert "records no rules hash" in line["old"]
+    assert md.startswith(provenance.FIRST_ROUND)

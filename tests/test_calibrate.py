@@ -1,0 +1,56 @@
+"""The benchmark's positions and ceiling (`bench.calibrate`): `baseline_prefixes` cuts each of the
+first prompts' baseline output at evenly spaced positions that leave room after them, and
+`ceiling` verifies the baseline's own next tokens, all accepted exactly when they are the
+target's greedy continuation."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from conftest import greedy_continuation, random_prompt
+
+from specdec_lib.bench.calibrate import CEILING_KS, baseline_prefixes, ceiling
+from specdec_lib.core.cache import CachedLM
+
+PROMPTS = [SimpleNamespace(ids=[100 + i, 200 + i]) for i in range(3)]
+
+
+def base_row(prompt: int, tokens: list[int]) -> dict:
+    return {"method": "baseline", "prompt": prompt, "tokens": " ".join(map(str, tokens))}
+
+
+def test_baseline_prefixes_by_hand():
+    """Eight baseline tokens, two positions, room 4: j = 0 and 1 x (8 - 4) // 2 = 2, for prompts
+    0 and 1 only (rows out of order, another arm's row ignored). Planted bugs it catches (each
+    seen failing): the room ignored (j = 4 for the second position), the prompt's ids left out
+    of the prefix."""
+    toks = [10, 11, 12, 13, 14, 15, 16, 17]
+    rows = [
+        base_row(1, [t + 10 for t in toks]),
+        {"method": "ngram", "prompt": 0, "tokens": "1 2 3"},
+        base_row(0, toks),
+        base_row(2, toks),
+    ]
+    got = baseline_prefixes(rows, PROMPTS, 2, 2, room=4)
+    assert got == [
+        ([100, 200], toks),
+        ([100, 200, 10, 11], toks[2:]),
+        ([101, 201], [t + 10 for t in toks]),
+        ([101, 201, 20, 21], [t + 10 for t in toks][2:]),
+    ]
+
+
+def test_ceiling_accepts_all_only_on_the_targets_own_continuation(target64, single_thread):
+    """On the target's greedy continuation every K's verification accepts all K tokens; the same
+    with one wrong token does not. Planted bug it catches (seen failing): `all_accepted` never
+    updated (a ceiling measured on rejected drafts reported as all accepted)."""
+    prompt = random_prompt(5, 6)
+    prompts = [SimpleNamespace(ids=prompt)]
+    cont = greedy_continuation(target64, prompt, 2 * max(CEILING_KS))
+    good = ceiling(CachedLM(target64), [base_row(0, cont)], prompts, 1, 2, repeats=1)
+    assert good["all_accepted"] is True and good["n_positions"] == 2
+    assert set(good["by_k"]) == {str(k) for k in CEILING_KS}
+    wrong = list(cont)
+    wrong[1] = (wrong[1] + 1) % target64.config.vocab_size  # inside every K >= 2's draft
+    bad = ceiling(CachedLM(target64), [base_row(0, wrong)], prompts, 1, 2, repeats=1)
+    assert bad["all_accepted"] is False

@@ -80,6 +80,19 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--top-k", type=int, default=0)
     g.add_argument("--top-p", type=float, default=1.0)
     g.add_argument("--max-new-tokens", type=int, default=64)
+    g.add_argument(
+        "--repetition-penalty",
+        type=float,
+        default=1.0,
+        help="Hugging Face's repetition penalty, applied to the target's logits in verification "
+        "(1.0: off)",
+    )
+    g.add_argument(
+        "--no-repeat-ngram-size",
+        type=int,
+        default=0,
+        help="ban any token that would repeat an n-gram of this size (Hugging Face's; 0: off)",
+    )
     src = g.add_mutually_exclusive_group(required=True)
     src.add_argument("--prompt")
     src.add_argument("--prompt-file", type=Path, help="one prompt per line")
@@ -95,6 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     b.add_argument("--max-new-tokens", type=int, default=None)
     b.add_argument("--quick", action="store_true", help="a smaller run (smoke test)")
+    b.add_argument(
+        "--groups",
+        default="long,short,loopfree",
+        help="comma-separated groups to run: long (128 tokens), short (32 tokens), loopfree "
+        "(greedy with a repetition penalty and sampling at T = 0.7, each against its HF peers)",
+    )
 
     c = sub.add_parser("claims", help="every number the book states, with how to recompute it")
     c.add_argument("--profile", default=None, help="the results' profile (default: the book's)")
@@ -206,12 +225,19 @@ def cmd_generate(args: argparse.Namespace) -> int:
         from specdec_lib.core.tree import GREEDY_ONLY
 
         raise SpecdecError(GREEDY_ONLY)
+    from specdec_lib.core.processors import TREE_NO_CONTROL, RepetitionControl
+
+    control = RepetitionControl(args.repetition_penalty, args.no_repeat_ngram_size)
+    if control.active and draft.name.startswith("tree"):
+        raise SpecdecError(TREE_NO_CONTROL)
     prompts = read_prompts(args)
     from specdec_lib.environment.runtime import setup
     from specdec_lib.generate import Generator  # heavy imports only once the input is sound
 
     _quiet_loading()
-    gen = Generator.load(args.target, args.draft, dtype=args.dtype, device=args.device, k=k)
+    gen = Generator.load(
+        args.target, args.draft, dtype=args.dtype, device=args.device, k=k, control=control
+    )
     for p in prompts:  # every prompt fits before the first is generated
         try:
             gen.check_prompt(gen.encode(p.text), spec.max_new_tokens)
@@ -250,6 +276,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         max_new_tokens=args.max_new_tokens,
         seed=args.seed,
         quick=args.quick,
+        groups=args.groups,
     )
     return 0
 

@@ -14,6 +14,7 @@ from specdec_lib.config import SamplingConfig, SpecConfig
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import Generation, speculative_decode
 from specdec_lib.core.draft import Drafter
+from specdec_lib.core.processors import NO_CONTROL, RepetitionControl
 from specdec_lib.drafters.registry import build_drafter
 from specdec_lib.errors import SpecdecError
 from specdec_lib.models import LoadedModel
@@ -59,6 +60,7 @@ class Generator:
     drafter: Drafter
     lm: CachedLM
     eos: tuple[int, ...]
+    control: RepetitionControl = NO_CONTROL  # processes the target's logits in verification
 
     @classmethod
     def load(
@@ -71,6 +73,7 @@ class Generator:
         use_cache: bool = True,
         data_source: str = "auto",
         k: int = 4,
+        control: RepetitionControl = NO_CONTROL,
     ) -> Generator:
         """Load the target by name and build the drafter spec `draft` beside it."""
         loaded = load_model(target, dtype=dtype, device=device)
@@ -82,6 +85,7 @@ class Generator:
             use_cache=use_cache,
             data_source=data_source,
             k=k,
+            control=control,
         )
 
     @classmethod
@@ -95,8 +99,10 @@ class Generator:
         use_cache: bool = True,
         data_source: str = "auto",
         k: int = 4,
+        control: RepetitionControl = NO_CONTROL,
     ) -> Generator:
-        """draft: a spec (`drafters.registry`) or a drafter; k: the run's K (adaptive's cap)."""
+        """draft: a spec (`drafters.registry`) or a drafter; k: the run's K (adaptive's cap);
+        control: the repetition control applied to the target's logits."""
         if isinstance(draft, str):
             draft = build_drafter(
                 draft,
@@ -108,7 +114,7 @@ class Generator:
                 k=k,
             )
         lm = CachedLM(loaded.model, use_cache=use_cache)
-        return cls(loaded, draft, lm, tuple(eos_token_ids(loaded)))
+        return cls(loaded, draft, lm, tuple(eos_token_ids(loaded)), control)
 
     def check_prompt(self, ids: list[int], max_new_tokens: int) -> None:
         """Refuse an empty prompt or one that with max_new_tokens exceeds the context window."""
@@ -134,6 +140,7 @@ class Generator:
             max_new_tokens=spec.max_new_tokens,
             sampling=sampling,
             eos_ids=self.eos,
+            control=self.control,
         )
 
     def encode(self, text: str) -> list[int]:

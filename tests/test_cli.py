@@ -36,6 +36,10 @@ BAD_INPUTS = [
     (["--prompt-file", "/nonexistent/prompts.txt"], "cannot read prompt file"),
     (["--prompt", "hi", "--draft", "tree", "--temperature", "0.7"], "greedy only"),
     (["--prompt", "hi", "--draft", "tree:0"], "unknown drafter"),
+    (["--prompt", "hi", "--draft", "tree", "--repetition-penalty", "1.2"], "repetition control"),
+    (["--prompt", "hi", "--draft", "tree+shared", "--no-repeat-ngram-size", "3"], "chain drafter"),
+    (["--prompt", "hi", "--repetition-penalty", "0"], "repetition penalty"),
+    (["--prompt", "hi", "--no-repeat-ngram-size", "-2"], "no-repeat n-gram size"),
 ]
 
 

@@ -21,6 +21,7 @@ import torch
 from specdec_lib.config import SamplingConfig
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.draft import Draft, Drafter, NoDrafter
+from specdec_lib.core.processors import NO_CONTROL, TREE_NO_CONTROL, RepetitionControl
 from specdec_lib.core.sampling import logits_to_probs, make_generator
 from specdec_lib.core.verify import Verdict, greedy_verify, pad_vocab, speculative_verify
 from specdec_lib.errors import SpecdecError
@@ -138,15 +139,19 @@ def verify_step(
     draft: Draft,
     sampling: SamplingConfig,
     generator: torch.Generator,
+    control: RepetitionControl = NO_CONTROL,
 ):
     """One target call on [seq[-1]] + draft (or only its LM head, when the drafter already ran
-    the target's body on them); rolls the cache back; returns the Verdict."""
+    the target's body on them); rolls the cache back; returns the Verdict. `control` processes
+    row i of the logits against seq + the draft's first i tokens before the acceptance rule."""
     d = len(draft.tokens)
     if draft.parents is not None:  # a tree: one call, the longest path greedy agrees with
         from specdec_lib.core.tree import GREEDY_ONLY, Tree, verify_tree
 
         if not sampling.greedy:
             raise SpecdecError(GREEDY_ONLY)
+        if control.active:
+            raise SpecdecError(TREE_NO_CONTROL)
 
         accepted, nxt = verify_tree(target, seq, Tree(draft.tokens, draft.parents))
         return Verdict(len(accepted), nxt, tuple(accepted))
@@ -154,6 +159,7 @@ def verify_step(
         logits = target.head(draft.target_hidden)  # [d + 1, V]
     else:
         logits = target.extend([seq[-1], *draft.tokens], d + 1)  # [d + 1, V]
+    logits = control.process(logits, seq, draft.tokens)  # row i after seq + draft[:i]
     if sampling.greedy:
         verdict = greedy_verify(draft.tokens, logits.argmax(-1).tolist())
     else:
@@ -174,8 +180,10 @@ def speculative_decode(
     sampling: SamplingConfig = SamplingConfig(),
     eos_ids: Collection[int] = (),
     generator: torch.Generator | None = None,
+    control: RepetitionControl = NO_CONTROL,
 ) -> Generation:
-    """Generate up to max_new_tokens after prompt (stopping after an EOS), drafting up to k."""
+    """Generate up to max_new_tokens after prompt (stopping after an EOS), drafting up to k;
+    `control` (repetition penalty, no-repeat n-grams) processes the target's logits."""
     if not prompt:
         raise SpecdecError("the prompt is empty: give at least one token")
     if max_new_tokens < 0:
@@ -200,7 +208,7 @@ def speculative_decode(
         draft = clip_draft(draft, k_eff)  # the target's extra cached positions are cropped below
         device_sync(device)
         t2 = time.perf_counter()
-        verdict = verify_step(target, seq, draft, sampling, generator)
+        verdict = verify_step(target, seq, draft, sampling, generator, control)
         device_sync(device)
         t3 = time.perf_counter()
         stats.draft_s += t2 - t1
@@ -236,6 +244,7 @@ def autoregressive_decode(
     sampling: SamplingConfig = SamplingConfig(),
     eos_ids: Collection[int] = (),
     generator: torch.Generator | None = None,
+    control: RepetitionControl = NO_CONTROL,
 ) -> Generation:
     """The baseline: one target call per token, KV-cached (or not, per `target.use_cache`)."""
     return speculative_decode(
@@ -247,4 +256,5 @@ def autoregressive_decode(
         sampling=sampling,
         eos_ids=eos_ids,
         generator=generator,
+        control=control,
     )

@@ -1,6 +1,8 @@
 """Hugging Face `generate` on the same loaded model: the peers our decoders are measured against.
 
-`hf_generate` runs one prompt greedily in one of three modes and returns the new token ids and the
+`hf_generate` runs one prompt (greedy, or sampling with our temperature / top-k / top-p, and
+with HF's own repetition penalty / no-repeat n-grams where a `RepetitionControl` asks) in one of
+three modes and returns the new token ids and the
 wall time of the `generate` call:
 - "greedy": `generate(do_sample=False)`, the autoregressive peer;
 - "prompt_lookup": `prompt_lookup_num_tokens=k` (HF's n-gram lookup, its default
@@ -36,6 +38,7 @@ from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 from specdec_lib.config import SamplingConfig, SpecConfig
 from specdec_lib.core.cache import CachedLM, check_finite
 from specdec_lib.core.decode import Generation, GenStats, device_sync
+from specdec_lib.core.processors import NO_CONTROL, RepetitionControl
 from specdec_lib.errors import SpecdecError
 from specdec_lib.models import LoadedModel
 from specdec_lib.models.pairing import eos_token_ids
@@ -43,12 +46,30 @@ from specdec_lib.models.pairing import eos_token_ids
 MODES = ("greedy", "prompt_lookup", "assisted")
 
 
-def _generation_config(loaded: LoadedModel, max_new_tokens: int, **extra: Any) -> GenerationConfig:
+def _sampling_fields(sampling: SamplingConfig | None) -> dict[str, Any]:
+    """GenerationConfig's sampling fields for ours (top-k 0 and top-p 1 are off in both; HF's
+    own default top-k of 50 is turned off)."""
+    if sampling is None or sampling.greedy:
+        return {"do_sample": False}
+    return {
+        "do_sample": True,
+        "temperature": float(sampling.temperature),
+        "top_k": int(sampling.top_k),
+        "top_p": float(sampling.top_p),
+    }
+
+
+def _generation_config(
+    loaded: LoadedModel,
+    max_new_tokens: int,
+    sampling: SamplingConfig | None = None,
+    **extra: Any,
+) -> GenerationConfig:
     eos = eos_token_ids(loaded)
     pad = loaded.tokenizer.pad_token_id
     pad = int(pad) if pad is not None else (eos[0] if eos else 0)
     return GenerationConfig(
-        do_sample=False,
+        **_sampling_fields(sampling),
         max_new_tokens=int(max_new_tokens),
         eos_token_id=eos or None,
         pad_token_id=pad,
@@ -74,13 +95,17 @@ def _quiet_transformers(quiet: bool):
 
 
 class FiniteLogits(LogitsProcessor):
-    """Raises SpecdecError on a NaN/inf score instead of letting argmax pick a token."""
+    """Raises SpecdecError on a NaN/inf score instead of letting argmax pick a token; with
+    `banned_ok` a -inf (a token `no_repeat_ngram_size` banned: HF runs our processor last) is
+    not an error."""
 
-    def __init__(self, dtype: torch.dtype):
+    def __init__(self, dtype: torch.dtype, banned_ok: bool = False):
         self.dtype = dtype
+        self.banned_ok = banned_ok
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        check_finite(scores, self.dtype)  # scores: [batch, V]
+        checked = scores.masked_fill(scores == float("-inf"), 0.0) if self.banned_ok else scores
+        check_finite(checked, self.dtype)  # scores: [batch, V]
         return scores
 
 
@@ -109,8 +134,12 @@ def hf_generate(
     k: int | None = None,
     assistant: Any = None,
     assistant_tokenizer: Any = None,
+    sampling: SamplingConfig | None = None,
+    control: RepetitionControl = NO_CONTROL,
 ) -> tuple[list[int], float]:
-    """(new token ids, wall seconds of `model.generate`) for one prompt, greedy."""
+    """(new token ids, wall seconds of `model.generate`) for one prompt: greedy, or sampling
+    with `sampling`'s temperature, top-k and top-p (torch's global RNG seeded with its seed);
+    `control` becomes HF's own `repetition_penalty` / `no_repeat_ngram_size`."""
     if mode not in MODES:
         raise SpecdecError(f"unknown Hugging Face mode {mode!r}; use one of {', '.join(MODES)}")
     if not prompt_ids:
@@ -121,9 +150,11 @@ def hf_generate(
     input_ids = torch.tensor([list(prompt_ids)], dtype=torch.long, device=loaded.device)
     kwargs: dict[str, Any] = {
         "attention_mask": torch.ones_like(input_ids),
-        "logits_processor": LogitsProcessorList([FiniteLogits(loaded.dtype)]),
+        "logits_processor": LogitsProcessorList(
+            [FiniteLogits(loaded.dtype, banned_ok=control.no_repeat_ngram_size > 0)]
+        ),
     }
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = dict(control.hf_kwargs())
     restore = None
     if mode == "prompt_lookup":
         extra["prompt_lookup_num_tokens"] = int(k)
@@ -149,7 +180,9 @@ def hf_generate(
         own.assistant_confidence_threshold = 0.0
         helper.generation_config = own
         kwargs["assistant_model"] = helper
-    config = _generation_config(loaded, max_new_tokens, **extra)
+    config = _generation_config(loaded, max_new_tokens, sampling, **extra)
+    if sampling is not None and not sampling.greedy:
+        torch.manual_seed(sampling.seed)
     try:
         device_sync(loaded.device)
         t0 = time.perf_counter()
@@ -175,6 +208,7 @@ class HFGenerator:
         k: int | None = None,
         assistant=None,
         assistant_tokenizer=None,
+        control: RepetitionControl = NO_CONTROL,
     ):
         if mode not in MODES:
             raise SpecdecError(f"unknown Hugging Face mode {mode!r}; use one of {', '.join(MODES)}")
@@ -182,11 +216,11 @@ class HFGenerator:
         self.lm = CachedLM(loaded.model)  # only .device is read (run_paired's top-2 margin)
         self.mode, self.k, self.assistant = mode, k, assistant
         self.assistant_tokenizer = assistant_tokenizer
+        self.control = control
 
     def generate_ids(self, ids, spec: SpecConfig, sampling: SamplingConfig) -> Generation:
-        """Greedy generation through Hugging Face `generate` in this mode, as a Generation."""
-        if not sampling.greedy:
-            raise SpecdecError("the Hugging Face peers run greedy only (temperature 0)")
+        """Generation through Hugging Face `generate` in this mode (greedy or sampling, with
+        this generator's repetition control), as a Generation."""
         tokens, wall = hf_generate(
             self.target,
             list(ids),
@@ -195,6 +229,8 @@ class HFGenerator:
             k=None if self.mode == "greedy" else (self.k or spec.k),
             assistant=self.assistant,
             assistant_tokenizer=self.assistant_tokenizer,
+            sampling=sampling,
+            control=self.control,
         )
         eos = set(eos_token_ids(self.target))
         stats = GenStats(new_tokens=len(tokens), wall_s=float(wall))

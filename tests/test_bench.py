@@ -515,3 +515,55 @@ def test_the_benchs_json_is_cleaned_by_the_one_store_clean():
     assert clean(raw) == {"1": 3, "x": [0.5, None], "y": {"2": None}}
     assert json.loads(json.dumps(clean(raw), allow_nan=False)) == clean(raw)
     assert type(clean(np.int64(3))) is int and clean(True) is True
+
+
+def test_bench_loopfree_groups_run_every_arm_under_the_groups_settings():
+    """`bench --groups loopfree --quick`: greedy under the repetition penalty and sampling at
+    T = 0.7, each with HF's peers under the same settings; every arm's repetition, the speedup
+    by repetition thirds, the issue-23 targets with interval and n, and the float32 check that
+    HF greedy (with and without HF's own repetition processor) matches our baseline."""
+    loaded = loaded_tiny(torch.bfloat16, n_layers=2, seed=0)
+    twin = loaded_tiny(torch.float32, n_layers=2, seed=0)
+    out = io.StringIO()
+    result = run_bench(
+        "tiny",
+        n_prompts=2,
+        quick=True,
+        groups="loopfree",
+        loaded=loaded,
+        loaded_fp32=twin,
+        articles=articles(),
+        out=out,
+    )
+    assert set(result["groups"]) == {"rp_c20", "t07_c20"} and result["groups_run"] == ["loopfree"]
+    rp, t07 = result["groups"]["rp_c20"], result["groups"]["t07_c20"]
+    assert rp["repetition_control"] == "rp1.2" and rp["sampling"]["temperature"] == 0.0
+    assert t07["sampling"]["temperature"] == 0.7 and t07["repetition_control"] == "off"
+    assert {"baseline", "hf_greedy", "hf_prompt_lookup_k4", "best", "best_short"} <= set(rp["arms"])
+    assert {"baseline", "hf_sample", "hf_prompt_lookup_k4", "best"} <= set(t07["arms"])
+    for g in (rp, t07):
+        for arm in g["arms"].values():
+            assert 0.0 <= arm["repetition_4gram"]["median"] <= 1.0
+    assert t07["arms"]["best"]["identical_to_baseline"] is None  # draws differ by construction
+    if packing_available():  # greedy under the control stays token-identical in bfloat16 too
+        assert rp["arms"]["best"]["identical_to_baseline"] == 1.0
+    targets = result["targets"]
+    for gname in ("rp_c20", "t07_c20"):
+        t = targets[f"loopfree_best_vs_baseline_{gname}"]
+        assert t["threshold"] == 1.5 and t["ci"]["n"] == 2
+        assert targets[f"best_vs_hf_best_{gname}"]["threshold"] == 1.3
+    strata = result["repetition_strata"]
+    assert sum(t["n"] for t in strata["thirds"].values()) == 4  # 2 groups x 2 prompts
+    assert result["identity"]["identical_fraction"]["hf_greedy"] == 1.0
+    assert result["identity"]["identical_fraction"]["hf_greedy_rp"] == 1.0
+    text = out.getvalue()
+    assert "speedup by repetition" in text and "kernels, not a bug" in text
+    assert "loopfree_best_vs_baseline_rp_c20" in text and "n=2 (n < 10)" in text
+
+
+@pytest.mark.parametrize("groups", ["", "long,loops", "fast"])
+def test_bench_refuses_unknown_groups_in_one_line(groups):
+    from specdec_lib.bench.run import Settings
+
+    with pytest.raises(SpecdecError, match="--groups takes"):
+        Settings.of(2, None, True, groups)

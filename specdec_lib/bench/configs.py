@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from specdec_lib.config import SamplingConfig
 from specdec_lib.core.draft import Drafter
+from specdec_lib.core.processors import NO_CONTROL, RepetitionControl
 from specdec_lib.drafters.registry import PRESETS, SELF_KEEP, SELF_LAYERS, DraftContext, build
 from specdec_lib.models import LoadedModel
 from specdec_lib.results.catalog import BASELINE
@@ -17,6 +19,28 @@ CONTEXTS = (20, 100)
 LONG_TOKENS = 128
 SHORT_TOKENS = 32
 IDENTITY_TOKENS = 64
+GROUP_KINDS = ("long", "short", "loopfree")  # `bench --groups`, in the order they run
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """How a group decodes: its sampling settings and the repetition control that every arm,
+    ours and Hugging Face's, applies to the target's logits."""
+
+    tag: str  # the group's name prefix
+    sampling: SamplingConfig = SamplingConfig()
+    control: RepetitionControl = NO_CONTROL
+
+
+GREEDY = Decoding("long")
+# The loop-free groups (issue 23): greedy under CTRL's repetition penalty of 1.2 (HF's
+# `repetition_penalty`), and sampling at T = 0.7 (top-k and top-p off), each against HF with the
+# same settings. A no-repeat n-gram ban is left out: it rejects every copied n-gram by
+# construction, so it measures the ban rather than the drafters.
+LOOPFREE = (
+    Decoding("rp", control=RepetitionControl(repetition_penalty=1.2)),
+    Decoding("t07", sampling=SamplingConfig(temperature=0.7)),
+)
 
 
 @dataclass(frozen=True)

@@ -23,20 +23,29 @@ from specdec_lib.bench.configs import (
     BEST_LONG,
     BEST_SHORT,
     CONTEXTS,
+    GROUP_KINDS,
     IDENTITY_TOKENS,
     KS,
     LONG_TOKENS,
+    LOOPFREE,
     SHORT_TOKENS,
     TREE_LONG,
     Config,
+    Decoding,
     _self_spec,
     make_drafter,
     ngram_configs,
 )
+from specdec_lib.bench.configs import (
+    GREEDY as GREEDY_DECODING,
+)
 from specdec_lib.bench.memory import measure_memory
 from specdec_lib.bench.numbers import _arm_numbers, _best
-from specdec_lib.bench.table import _print_summary, print_table
+from specdec_lib.bench.strata import print_strata, repetition_strata
+from specdec_lib.bench.table import _print_summary, print_identity, print_table
 from specdec_lib.bench.targets import _targets
+from specdec_lib.config import SamplingConfig
+from specdec_lib.core.processors import NO_CONTROL, RepetitionControl
 from specdec_lib.environment import runtime
 from specdec_lib.errors import SpecdecError
 from specdec_lib.generate import Generator, fit_ids_for
@@ -50,14 +59,27 @@ from specdec_lib.results.store import clean
 # ----------------------------------------------------------------------------- arms
 
 
-def _ours(loaded: LoadedModel, cfg: Config, fit_ids) -> Arm:
+def _ours(
+    loaded: LoadedModel, cfg: Config, fit_ids, control: RepetitionControl = NO_CONTROL
+) -> Arm:
     drafter = make_drafter(cfg.draft, loaded, fit_ids, cfg.k)
-    return Arm(Method(cfg.name, cfg.draft, cfg.k), Generator.from_loaded(loaded, drafter))
+    gen = Generator.from_loaded(loaded, drafter, control=control)
+    return Arm(Method(cfg.name, cfg.draft, cfg.k), gen)
 
 
-def _hf(loaded: LoadedModel, mode: str, k: int | None, assistant=None) -> Arm:
-    name = "hf_greedy" if mode == "greedy" else f"hf_{mode}_k{k}"
-    return Arm(Method(name, f"hf:{mode}", k or 1), HFGenerator(loaded, mode, k, assistant))
+def _hf(
+    loaded: LoadedModel,
+    mode: str,
+    k: int | None,
+    assistant=None,
+    control: RepetitionControl = NO_CONTROL,
+    sampled: bool = False,
+) -> Arm:
+    """An HF peer; its autoregressive arm is `hf_greedy` (`hf_sample` in a sampling group)."""
+    plain = "hf_sample" if sampled else "hf_greedy"
+    name = plain if mode == "greedy" else f"hf_{mode}_k{k}"
+    gen = HFGenerator(loaded, mode, k, assistant, control=control)
+    return Arm(Method(name, f"hf:{mode}", k or 1), gen)
 
 
 # ----------------------------------------------------------------------------- warm-up
@@ -99,8 +121,16 @@ def _group(
     prompts,
     max_new_tokens: int,
     warmup: int,
+    sampling: SamplingConfig = SamplingConfig(),
 ) -> tuple[list[dict], dict[str, Any]]:
-    rows = run_paired(arms, prompts, max_new_tokens=max_new_tokens, warmup=warmup, progress=name)
+    rows = run_paired(
+        arms,
+        prompts,
+        max_new_tokens=max_new_tokens,
+        warmup=warmup,
+        progress=name,
+        sampling=sampling,
+    )
     return rows, summarize(rows)
 
 
@@ -112,6 +142,16 @@ def fp32_identity_wanted(loaded: LoadedModel, loaded_fp32: LoadedModel | None) -
     return loaded.dtype != torch.float32 and loaded.device.type != "cuda"
 
 
+def _identical_fractions(rows: list[dict], arms: Sequence[Arm]) -> dict[str, float]:
+    """Per arm but the first (the reference): the share of prompts identical to it."""
+    return {
+        a.method.name: float(
+            np.mean([bool(r["identical"]) for r in rows if r["method"] == a.method.name])
+        )
+        for a in arms[1:]
+    }
+
+
 def _identity(
     target: str,
     device: str,
@@ -120,8 +160,10 @@ def _identity(
     max_new_tokens: int,
     fit_ids_of: Callable[[LoadedModel], Callable[[], list[int]]],
     loaded32: LoadedModel | None,
+    control: RepetitionControl | None = None,
 ) -> dict[str, Any]:
-    """Token identity in float32: each configuration and HF greedy against our baseline."""
+    """Token identity in float32: each configuration and HF greedy against our baseline; with
+    `control`, HF greedy under HF's own repetition processor against our baseline under ours."""
     t0 = time.perf_counter()
     if loaded32 is None:
         loaded32 = load_model(target, dtype="float32", device=device)
@@ -132,16 +174,21 @@ def _identity(
     rows = run_paired(
         arms, prompts, max_new_tokens=max_new_tokens, warmup=0, progress="identity fp32"
     )
+    fractions = _identical_fractions(rows, arms)
+    if control is not None and control.active:  # HF's own processor against ours, in float32
+        base = Generator.from_loaded(loaded32, "none", control=control)
+        hf = HFGenerator(loaded32, "greedy", control=control)
+        pair = [
+            Arm(Method(f"{BASELINE}_rp", "none", 1), base),
+            Arm(Method("hf_greedy_rp", "hf:greedy", 1), hf),
+        ]
+        rp_rows = run_paired(pair, prompts, max_new_tokens=max_new_tokens, warmup=0)
+        fractions.update(_identical_fractions(rp_rows, pair))
     out = {
         "dtype": "float32",
         "prompts": len(prompts),
         "max_new_tokens": max_new_tokens,
-        "identical_fraction": {
-            a.method.name: float(
-                np.mean([bool(r["identical"]) for r in rows if r["method"] == a.method.name])
-            )
-            for a in arms[1:]
-        },
+        "identical_fraction": fractions,
         "wall_s": time.perf_counter() - t0,
     }
     out["all_identical"] = all(v == 1.0 for v in out["identical_fraction"].values())
@@ -159,9 +206,17 @@ class Settings:
     long_tokens: int
     short_tokens: int
     calibration: tuple[int, int]  # (prompts, positions per prompt) where costs are timed
+    groups: tuple[str, ...] = GROUP_KINDS  # which kinds of group run (`bench --groups`)
 
     @classmethod
-    def of(cls, n_prompts: int, max_new_tokens: int | None, quick: bool) -> Settings:
+    def of(
+        cls,
+        n_prompts: int,
+        max_new_tokens: int | None,
+        quick: bool,
+        groups: str | Sequence[str] = GROUP_KINDS,
+    ) -> Settings:
+        kinds = parse_groups(groups)
         if n_prompts < 1:
             raise SpecdecError(f"--prompts must be at least 1, got {n_prompts}")
         if max_new_tokens is not None and max_new_tokens < 1:
@@ -175,7 +230,20 @@ class Settings:
             long_tokens=long_tokens,
             short_tokens=min(SHORT_TOKENS, long_tokens) if not quick else min(8, long_tokens),
             calibration=(1, 2) if quick else (2, 4),
+            groups=kinds,
         )
+
+
+def parse_groups(groups: str | Sequence[str]) -> tuple[str, ...]:
+    """`long,short,loopfree` (any non-empty subset, any order) -> the kinds in run order."""
+    names = groups.split(",") if isinstance(groups, str) else list(groups)
+    names = [n.strip() for n in names if n.strip()]
+    bad = [n for n in names if n not in GROUP_KINDS]
+    if bad or not names:
+        raise SpecdecError(
+            f"--groups takes a comma-separated subset of {','.join(GROUP_KINDS)}, got {groups!r}"
+        )
+    return tuple(k for k in GROUP_KINDS if k in names)
 
 
 @dataclass
@@ -189,15 +257,19 @@ class BenchSession:
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)
     rows: dict[str, list[dict]] = field(default_factory=dict)
 
-    def ours(self, cfg: Config) -> Arm:
-        return _ours(self.loaded, cfg, self.fit_ids)
+    def ours(self, cfg: Config, how: Decoding = GREEDY_DECODING) -> Arm:
+        return _ours(self.loaded, cfg, self.fit_ids, how.control)
 
-    def hf(self, mode: str, k: int | None) -> Arm:
-        return _hf(self.loaded, mode, k)
+    def hf(self, mode: str, k: int | None, how: Decoding = GREEDY_DECODING) -> Arm:
+        return _hf(self.loaded, mode, k, control=how.control, sampled=not how.sampling.greedy)
 
-    def add(self, gname: str, arms: list[Arm], ps, tokens: int) -> dict[str, Any]:
-        """Run one group (paired, interleaved), time its costs apart, keep its numbers."""
-        rows, summary = _group(gname, arms, ps, tokens, warmup=1)
+    def add(
+        self, gname: str, arms: list[Arm], ps, tokens: int, how: Decoding = GREEDY_DECODING
+    ) -> dict[str, Any]:
+        """Run one group (paired, interleaved), time its costs apart, keep its numbers. In a
+        sampling group our arms are lossless in distribution, not token for token, so the best
+        of ours need not match the baseline's draws."""
+        rows, summary = _group(gname, arms, ps, tokens, warmup=1, sampling=how.sampling)
         self.rows[gname] = rows
         seqs = calibration_seqs(rows, ps, *self.settings.calibration)
         costs = calibrate(arms, seqs)
@@ -205,9 +277,12 @@ class BenchSession:
             "context_tokens": ps[0].context_tokens,
             "max_new_tokens": tokens,
             "n_prompts": len(ps),
+            "sampling": vars(how.sampling),
+            "repetition_control": how.control.describe(),
+            "loop_free": how.tag != GREEDY_DECODING.tag,
             "calibration_positions": len(seqs),
-            "arms": _arm_numbers(rows, summary, costs),
-            "best_ours": _best(summary, hf=False),
+            "arms": _arm_numbers(rows, summary, costs, by_tokens=how.sampling.greedy),
+            "best_ours": _best(summary, hf=False, by_tokens=how.sampling.greedy),
             "best_hf": _best(summary, hf=True),
         }
         return self.groups[gname]
@@ -231,6 +306,7 @@ def run_bench(
     max_new_tokens: int | None = None,
     seed: int = 0,
     quick: bool = False,
+    groups: str | Sequence[str] = GROUP_KINDS,
     *,
     loaded: LoadedModel | None = None,
     loaded_fp32: LoadedModel | None = None,
@@ -244,7 +320,7 @@ def run_bench(
     out = out if out is not None else sys.stdout
     with _threads_kept():
         t_start = time.perf_counter()
-        s = Settings.of(n_prompts, max_new_tokens, quick)
+        s = Settings.of(n_prompts, max_new_tokens, quick, groups)
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         if loaded is None:
             loaded = load_model(target, dtype=dtype, device=device)
@@ -258,19 +334,29 @@ def run_bench(
         max_k = max(*s.ks, BEST_LONG.k, BEST_SHORT.k)
         threads = choose_threads(loaded)  # first: kernels are built per thread count
         warm_s = warm_kernels(loaded, max_k + 1, [c + 1 for c in s.contexts] + list(s.contexts))
-        _long_groups(run)
-        _short_groups(run)
+        if "long" in s.groups:
+            _long_groups(run)
+        if "short" in s.groups:
+            _short_groups(run)
+        if "loopfree" in s.groups:
+            _loopfree_groups(run)
         first = max(s.contexts)
-        base_lm = run.ours(BASELINE_CONFIG).generator.lm
-        bound = ceiling(base_lm, run.rows[f"long_c{first}"], prompts[first], *s.calibration)
+        bound: dict[str, Any] = {}
+        if f"long_c{first}" in run.rows:  # the baseline's own greedy tokens, verified K at once
+            base_lm = run.ours(BASELINE_CONFIG).generator.lm
+            bound = ceiling(base_lm, run.rows[f"long_c{first}"], prompts[first], *s.calibration)
         self_spec = _self_spec(loaded)
         memory = measure_memory(
             loaded, run.fit_ids, list(prompts[s.contexts[0]][0].ids), 16, self_spec
         )
         identity = _identity_check(run, target, device, fit_ids_of, loaded_fp32)
         targets = _targets(run.groups, run.rows, memory, s.contexts, quick)
+        strata = repetition_strata(run.groups, run.rows)
         print_table(run.groups, out)
+        print_strata(strata, out)
+        print_identity(identity, out)
         result = _result(run, seed, threads, memory, identity, bound, targets)
+        result["repetition_strata"] = strata
         result["timing_s"] = {
             "load": t_loaded - t_start,
             "warm_kernels": warm_s,
@@ -333,6 +419,18 @@ def _short_groups(run: BenchSession) -> None:
         run.add(f"short_c{c}", arms, run.prompts[c], run.settings.short_tokens)
 
 
+def _loopfree_groups(run: BenchSession) -> None:
+    """At the longest context, 128 new tokens, once per loop-free decoding (`configs.LOOPFREE`):
+    our baseline, HF's autoregressive peer and prompt lookup at each K, and our best chains, every
+    arm under the group's sampling settings and repetition control."""
+    c = max(run.settings.contexts)
+    for how in LOOPFREE:
+        arms = [run.ours(BASELINE_CONFIG, how), run.hf("greedy", None, how)]
+        arms += [run.hf("prompt_lookup", k, how) for k in run.settings.ks]
+        arms += [run.ours(BEST_LONG, how), run.ours(BEST_SHORT, how)]
+        run.add(f"{how.tag}_c{c}", arms, run.prompts[c], run.settings.long_tokens, how)
+
+
 def _identity_check(
     run: BenchSession,
     target: str,
@@ -347,7 +445,10 @@ def _identity_check(
         configs = [ngram_configs(s.ks)[-1], BEST_LONG, BEST_SHORT, TREE_LONG]
         id_prompts = run.prompts[s.contexts[0]][: 1 if s.quick else 2]
         id_tokens = min(IDENTITY_TOKENS, s.long_tokens)
-        return _identity(target, device, configs, id_prompts, id_tokens, fit_ids_of, loaded_fp32)
+        control = LOOPFREE[0].control if "loopfree" in s.groups else None
+        return _identity(
+            target, device, configs, id_prompts, id_tokens, fit_ids_of, loaded_fp32, control
+        )
     if run.loaded.dtype == torch.float32:
         return {"dtype": "float32", "note": "the run itself is float32: see identical_to_baseline"}
     return {
@@ -377,6 +478,7 @@ def _result(
         "quick": s.quick,
         "n_prompts": s.n_prompts,
         "ks": list(s.ks),
+        "groups_run": list(s.groups),
         "contexts": list(s.contexts),
         "long_tokens": s.long_tokens,
         "short_tokens": s.short_tokens,

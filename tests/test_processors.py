@@ -89,6 +89,18 @@ def test_each_row_is_processed_as_hf_processes_the_sequence_up_to_it(name):
     assert not torch.equal(ours, logits)  # the control changed something
 
 
+def test_an_inactive_control_hands_the_logits_back_untouched():
+    logits = torch.randn(3, 8, dtype=torch.bfloat16)
+    assert RepetitionControl().process(logits, [1, 2], [3, 4]) is logits
+
+
+def test_bfloat16_logits_are_processed_in_float32_as_hf_does():
+    logits = torch.randn(2, 8, dtype=torch.bfloat16)
+    out = RepetitionControl(repetition_penalty=1.2).process(logits, [1, 2], [3])
+    want = RepetitionPenaltyLogitsProcessor(1.2)(torch.tensor([[1, 2, 3]]), logits[1:].float())
+    assert out.dtype == torch.float32 and torch.equal(out[1], want[0])
+
+
 def test_no_repeat_bans_nothing_before_the_sequence_holds_n_minus_1_tokens():
     control = RepetitionControl(no_repeat_ngram_size=3)
     logits = torch.zeros(2, 4)

@@ -11,10 +11,18 @@ warm-up that also builds every kernel shape the run will use. Groups:
 - `long_c20`, 128 new tokens: our baseline, HF prompt lookup at the K that was HF's best at
   context 100, `BEST_LONG` and `TREE_LONG` (the K sweep runs once, to keep the run short);
 - `short_c100`, `short_c20`, 32 new tokens: our baseline, `BEST_SHORT`, HF prompt lookup at 4;
+- loop-free (issue 23), at the longest context, 128 new tokens: `rp_c100`, greedy under a
+  repetition penalty of 1.2 (`core.processors.RepetitionControl`, applied inside verification;
+  HF gets its own `repetition_penalty`), and `t07_c100`, sampling at T = 0.7 (our lossless
+  speculative sampling against HF's sampling and its prompt lookup with `do_sample`): our
+  baseline, HF's autoregressive peer, HF prompt lookup at each K, `BEST_LONG`, `BEST_SHORT`;
+  speedup is also stratified by the repetition of our baseline's continuation (`strata`);
 - identity: in float32 (unless the run is float32 already, or on a GPU, where a float32 copy
   of the target may not fit beside it: a T4 cannot) our n-gram at the largest K, both
   best configurations and HF greedy against our baseline, token for token (in bfloat16 our arms
-  are compared too: the fast path is batch-invariant, so they must match there as well);
+  are compared too: the fast path is batch-invariant, so they must match there as well), and
+  with the loop-free groups HF greedy under its repetition processor against our baseline under
+  ours; the output says why HF greedy can differ in bfloat16 (kernels, not a bug);
 - memory: the bytes the target holds (weights, packed weights, KV cache) and those the
   self-draft adds (pruned head, its packed copy, its KV cache), with the process's RSS.
 
@@ -35,11 +43,12 @@ It prints one table (tokens/s with 95% CIs, speedup over our baseline and over H
 acceptance, mean accepted length, cost ratio, measured/predicted speedup, share of repeated
 4-grams, token identity), then the targets, and, as its last stdout line, one JSON object with
 every figure and which targets were met. Every interval carries its n (prompts). `quick` runs
-tiny settings (a smoke test).
+tiny settings (a smoke test); `groups` (`--groups long,short,loopfree`) picks the kinds of group.
 
 Modules (the package re-exports none of them): `configs` (our configurations and their specs),
 `run` (the run, `run_bench`), `calibrate` (costs timed apart, the ceiling, the prediction),
-`numbers` (per-arm numbers), `memory`, `targets`, `table` (printing), and apart from the bench
+`numbers` (per-arm numbers), `memory`, `targets`, `strata` (speedup by repetition thirds),
+`table` (printing), and apart from the bench
 run `fastpath_cost` (what the batch-invariant fast path costs, its own `python -m`). Knows
 nothing about notebooks or result directories.
 """

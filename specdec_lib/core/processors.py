@@ -78,13 +78,17 @@ class RepetitionControl:
         self, logits: torch.Tensor, prefix: Sequence[int], drafts: Sequence[int] = ()
     ) -> torch.Tensor:
         """[m, V] logits -> processed copy; row i is processed against prefix + drafts[:i]
-        (m <= len(drafts) + 1)."""
+        (m <= len(drafts) + 1). A reduced-precision input is processed in float32, as HF's
+        `generate` processes its scores; float32 and float64 stay as they are."""
+        import torch
+
         if not self.active:
             return logits
         m = logits.shape[0]
         if m > len(drafts) + 1:
             raise ValueError(f"{m} rows of logits for {len(drafts)} draft tokens")
-        out = logits.clone()
+        wide = logits.dtype in (torch.float32, torch.float64)
+        out = logits.clone() if wide else logits.float()
         seq = list(prefix)
         if self.repetition_penalty != 1.0:
             self._penalise(out, seq, drafts)

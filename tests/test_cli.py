@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from specdec_lib.cli import main
+from specdec_lib.errors import SpecdecError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -100,3 +101,22 @@ def test_bad_input_prints_no_traceback_from_a_real_process():
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().count("\n") == 0
     assert proc.stdout == ""
+
+
+def test_generate_hands_the_repetition_control_to_the_generator(monkeypatch, capsys):
+    from specdec_lib.core.processors import RepetitionControl
+
+    seen = {}
+
+    class FakeGenerator:
+        @classmethod
+        def load(cls, target, draft, **kw):
+            seen.update(kw)
+            raise SpecdecError("stop here")
+
+    import specdec_lib.generate
+
+    monkeypatch.setattr(specdec_lib.generate, "Generator", FakeGenerator)
+    argv = ["--prompt", "x", "--repetition-penalty", "1.2", "--no-repeat-ngram-size", "3"]
+    code, _ = run_main(capsys, "generate", "--target", "embedded", *argv)
+    assert code == 2 and seen["control"] == RepetitionControl(1.2, 3)

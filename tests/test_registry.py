@@ -194,7 +194,10 @@ def test_the_cli_uses_a_presets_k_unless_k_is_given(monkeypatch, extra, k):
     assert (
         main(["generate", "--target", "embedded", "--draft", "best", "--prompt", "x", *extra]) == 2
     )
-    assert seen == {"draft": "best", "dtype": "auto", "device": "auto", "k": k}
+    from specdec_lib.core.processors import NO_CONTROL
+
+    want = {"draft": "best", "dtype": "auto", "device": "auto", "k": k, "control": NO_CONTROL}
+    assert seen == want
 
 
 BAD = [

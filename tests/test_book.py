@@ -628,7 +628,24 @@ def test_every_interval_in_the_tables_prints_its_n(synthetic):
     assert s[s["arm"] == "self"]["TVD if unverified"].tolist() == ["0.020", "0.020"]
 
 
+def axes_points(ax) -> int:
+    """The data an axes shows: points of its lines, its bars and patches, and the offsets of
+    its collections (scatter, error bars, filled bands)."""
+    n = sum(len(line.get_xdata()) for line in ax.get_lines())
+    n += sum(1 for patch in ax.patches if patch.get_visible())
+    for c in ax.collections:
+        n += len(c.get_offsets()) + len(getattr(c, "get_paths", list)())
+    return n
+
+
+def data_points(fig) -> int:
+    return sum(axes_points(ax) for ax in fig.axes)
+
+
 def test_figures(synthetic):
+    """Each book figure draws data (not only axes) with a labelled x axis or a title. Planted
+    bug it catches (seen failing): `context.time_per_token` skipping every arm's line, so
+    `fig_baseline_growth` is axes without data (which passed `is not None`)."""
     p = report.load_results("synthetic", synthetic)
     part = report.load_results("partial", synthetic)
     figs = [
@@ -645,7 +662,12 @@ def test_figures(synthetic):
         report.fig_divergence_margins,
     ]
     for fn in figs:
-        assert fn(p) is not None, fn.__name__
+        fig = fn(p)
+        assert fig is not None, fn.__name__
+        assert data_points(fig) > 0, fn.__name__  # something drawn, not just empty axes
+        for ax in fig.axes:
+            if axes_points(ax):
+                assert ax.get_xlabel() or ax.get_title(), fn.__name__
     assert report.fig_earlier_study() is not None
     assert report.fig_speedup_vs_context(part) is None
     assert report.fig_position_acceptance(part) is not None

@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import csv
 import json
+import math
 import os
 import random
 import resource
@@ -55,6 +56,7 @@ CALLS = {
 EXPERIMENTS = list(CALLS)
 KINDS = ("sigkill", "damage", "sigterm", "disk", "wandb")  # CI runs the first four
 RESULT_FILES = ("per_prompt.csv", "summary.json", "config.json", "env.json")
+EXIT_WAIT_S = 5.0  # a batch without a W&B server exits within this after its last experiment
 PLANTED = {
     "HF_TOKEN": "hf_PlantedFaultInjectionToken0123456789",
     "WANDB_API_KEY": "plantedfaultkey0123456789abcdef012345678",
@@ -196,9 +198,10 @@ def worker(
     kill: tuple[str, float, int] | None = None,
     preexec: Callable[[], None] | None = None,
     timeout: float = 300,
-) -> tuple[int, list[int]]:
+) -> tuple[int, list[int], float]:
     """The batch in a process of its own group; kill = (experiment, seconds after its start,
-    signal). Returns the exit status and the group's processes still alive after it ended."""
+    signal). Returns the exit status, the group's processes still alive after it ended, and the
+    seconds from its last experiment's end to its exit."""
     with open(log, "ab") as err:
         err.write(b"\n== worker\n")
         err.flush()  # before the worker writes to the same file
@@ -208,8 +211,11 @@ def worker(
             start_new_session=True, preexec_fn=preexec,
         )  # fmt: skip
         assert proc.stdout is not None
+        ended = math.inf
         try:
             for line in proc.stdout:
+                if line.split() == ["done", EXPERIMENTS[-1]]:
+                    ended = time.monotonic()
                 if kill and line.split() == ["start", kill[0]]:
                     time.sleep(kill[1])
                     with contextlib.suppress(ProcessLookupError):
@@ -217,6 +223,7 @@ def worker(
                     break
             proc.stdout.read()
             rc = proc.wait(timeout=timeout)
+            exit_wait = time.monotonic() - ended
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -226,7 +233,7 @@ def worker(
     for pid in alive:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    return rc, alive
+    return rc, alive, exit_wait
 
 
 def reference_run(results: Path, log: Path) -> tuple[dict[str, list], dict[str, float]]:
@@ -279,7 +286,7 @@ def kill_fault(results, log, reference, times, rng, sig) -> Outcome:
         for name in EXPERIMENTS[start:]:
             shutil.rmtree(results / PROFILE / name, ignore_errors=True)
         how = "removed from it on"
-    rc, alive = worker(results, log, env, kill=(exp, after, sig))
+    rc, alive, _ = worker(results, log, env, kill=(exp, after, sig))
     ended = ": the batch had ended, nothing killed" if rc == 0 else ""
     out = Outcome(f"{signal.Signals(sig).name} {after:.2f} s into {exp} ({how}, exit {rc}{ended})")
     out.problems += [f"process {p} of the killed batch was left running" for p in alive]
@@ -336,7 +343,7 @@ def disk_fault(results, log, reference, times, rng) -> Outcome:
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit: EFBIG
             resource.setrlimit(resource.RLIMIT_FSIZE, (room, room))
 
-        rc, alive = worker(target, log, base_env(), preexec=None if mounted else limit)
+        rc, alive, _ = worker(target, log, base_env(), preexec=None if mounted else limit)
         how = "tmpfs" if mounted else "file-size limit"
         said = log.read_text(errors="replace").rsplit("\n== worker\n", 1)[-1].strip()
         last = said.splitlines()[-1] if said else ""
@@ -369,11 +376,14 @@ def wandb_fault(results, log, reference, times, rng) -> Outcome:
         )
         (results / "wandb").mkdir(exist_ok=True)
         t0 = time.monotonic()
-        rc, alive = worker(results, log, env, timeout=240)
+        rc, alive, exit_wait = worker(results, log, env, timeout=240)
         took = time.monotonic() - t0
-    out = Outcome(f"W&B unreachable while {exp} is recomputed (exit {rc}, {took:.0f} s)")
+    out = Outcome(f"W&B unreachable while {exp} is recomputed (exit {rc}, {took:.0f} s, "
+                  f"{exit_wait:.0f} s of it after the last experiment)")  # fmt: skip
     if rc != 0:
         out.problems.append(f"the batch failed without W&B (exit {rc}): see {log}")
+    elif exit_wait > EXIT_WAIT_S:
+        out.problems.append(f"the process waited {exit_wait:.0f} s for W&B to let it exit")
     out.problems += [f"process {p} left running" for p in alive]
     return out
 

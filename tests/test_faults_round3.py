@@ -494,3 +494,35 @@ def test_FORCE_on_the_make_line_reaches_the_notebooks_as_parse_flag_reads_it(tmp
     assert done.returncode == 0, done.stderr
     assert f"-p force {flag} " in done.stdout
     assert str(parse_flag(force, "FORCE")) == flag
+
+
+EXITING_TRACKER = """
+import sys, tempfile, time
+from specdec_lib.environment import tracking
+t = tracking.Tracker("p", "a", {"x": 1}, dir=tempfile.mkdtemp())
+assert t.run is not None and t.run.offline
+t.log({"a": 1})
+t.finish()
+print(time.time(), flush=True)
+"""
+
+
+def test_a_process_that_fell_back_from_an_unreachable_wandb_exits_promptly(silent_server):
+    """The fallback asks the server before wandb does: an online start that wandb abandons
+    stays pending in its service and held the process's exit for over 20 s."""
+    import time
+
+    pytest.importorskip("wandb")
+    env = {k: v for k, v in os.environ.items() if k not in ("WANDB_MODE", "WANDB_SILENT")}
+    env.update(
+        WANDB_API_KEY="fakewandbkey0123456789abcdef0123456789ab", WANDB_BASE_URL=silent_server,
+        WANDB_INIT_TIMEOUT="2", PYTHONPATH=str(ROOT),
+    )  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", EXITING_TRACKER], cwd=ROOT, env=env, capture_output=True,
+        text=True, timeout=180,
+    )  # fmt: skip
+    exit_wait = time.time() - float(done.stdout.split()[-1])
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stderr.count("logging offline") == 1
+    assert exit_wait < 10, f"the process took {exit_wait:.0f} s to exit after the run finished"

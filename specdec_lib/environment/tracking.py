@@ -138,6 +138,22 @@ FINISH_TIMEOUT_S = 60  # a finish (the upload) waited for at most this long (WAN
 _WENT_OFFLINE = False  # set once the server did not answer: later runs of this process go offline
 
 
+def _no_answer(timeout: float) -> str | None:
+    """Why the W&B server ($WANDB_BASE_URL, else api.wandb.ai) gave no HTTP answer within
+    timeout seconds (None when it answered, whatever the status)."""
+    import urllib.error
+    import urllib.request
+
+    url = os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout):
+            return None
+    except urllib.error.HTTPError:
+        return None  # an answer: 401, 404 ... are the server speaking
+    except (OSError, ValueError) as e:  # URLError, a timeout, a refused connection, a bad URL
+        return type(getattr(e, "reason", e)).__name__
+
+
 def _dotless(data: dict[str, Any]) -> dict[str, Any]:
     """W&B reads "." in a key as nesting (temperature=0.7 would split, and escape define_metric's
     globs): "0.7" becomes "0_7"."""
@@ -174,6 +190,17 @@ class Tracker:
         if _WENT_OFFLINE:  # the server did not answer earlier in this process: do not wait again
             mode = "offline"
         timeout = float(os.environ.get("WANDB_INIT_TIMEOUT") or INIT_TIMEOUT_S)
+        # asked first, outside wandb: an online start that wandb gives up on stays pending in
+        # its service, which then holds the process's exit for tens of seconds
+        silent = _no_answer(timeout) if mode == "online" else None
+        if silent is not None:
+            _WENT_OFFLINE, mode = True, "offline"
+            os.environ["WANDB_MODE"] = "offline"  # wandb's own service too: it asks no server
+            print(
+                f"W&B: no answer from the server within {timeout:g} s ({silent}); "
+                "logging offline from here on (`wandb sync` uploads later)",
+                file=sys.stderr,
+            )
 
         def init(mode: str):
             return wandb.init(

@@ -83,3 +83,41 @@ def test_target_direction_follows_the_file_not_a_list_of_names():
     t = perf.targets_table(b).set_index("target")
     assert t.loc["`prediction_agreement`", "threshold"].startswith("<=")
     assert t.loc["`best_vs_hf_best_c100`", "threshold"].startswith(">=")
+
+
+LOOPFREE = ROOT / "results" / "embedded" / perf.LOOPFREE_FILE
+
+
+def test_the_loop_free_run_reads_with_its_settings_strata_and_provenance():
+    """bench-loopfree.txt: each group's heading names its decoding (from the file), the strata
+    table's cells are the file's thirds, and the provenance names that file, not bench.txt."""
+    b = perf.read_bench(LOOPFREE)
+    assert set(b["groups"]) == {"rp_c100", "t07_c100"}
+    arms = perf.arms_markdown(b)
+    assert "greedy, repetition control `rp1.2` (rp_c100)" in arms
+    assert "sampling at T = 0.7 (t07_c100)" in arms
+    assert "128 new tokens (long_c100)" in perf.arms_markdown(perf.read_bench(BENCH))
+    strata = perf.strata_table(b)
+    assert list(strata["repetition third"]) == ["low", "middle", "high"]
+    for _, row in strata.iterrows():
+        t = b["repetition_strata"]["thirds"][row["repetition third"]]
+        v = t["ours_vs_hf"]
+        cell = f"{v['value']:.2f}x [{v['ci_low']:.2f}, {v['ci_high']:.2f}], n={t['n']}"
+        assert row["ours x HF's"] == cell
+    prov = perf.provenance_markdown(b, perf.LOOPFREE_FILE)
+    assert "`bench-loopfree.txt`" in prov and "--groups loopfree" in prov
+    assert "`bench.txt`" in perf.provenance_markdown(perf.read_bench(BENCH))
+
+
+def test_the_loop_free_run_s_numbers_are_claims_that_recompute():
+    """Every number of the loop-free file is a claim of its own name that recomputes from it."""
+    from specdec_lib.report import load_results
+    from specdec_lib.reporting.claims import performance_claims, recompute
+
+    p = load_results("embedded")
+    cs = [c for c in performance_claims(p) if c.name.startswith("bench-loopfree: ")]
+    key = "bench-loopfree: targets / best_vs_hf_best_t07_c100"
+    assert any(c.name.startswith(key) for c in cs), [c.name for c in cs][:5]
+    for c in cs:
+        assert "bench-loopfree.txt" in c.source
+        assert recompute(c, p) == pytest.approx(c.value, nan_ok=True)

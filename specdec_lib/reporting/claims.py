@@ -24,7 +24,7 @@ from typing import Any
 from specdec_lib.analysis.verdicts import Finding, findings, ladder
 from specdec_lib.reporting.earlier import earlier_drop, earlier_recomputed
 from specdec_lib.reporting.format import as_float, central, finite, interval_n, md_table, num
-from specdec_lib.reporting.performance import BENCH_FILE, read_bench
+from specdec_lib.reporting.performance import BENCH_FILE, BENCH_FILES, read_bench
 from specdec_lib.reporting.verdicts import KEY_QUANTITY
 from specdec_lib.results.read import Profile
 
@@ -87,13 +87,14 @@ def summary(p: Profile, experiment: str) -> dict[str, Any]:
     return res.summary if res is not None else {}
 
 
-def bench(p: Profile) -> dict[str, Any]:
-    """The bench file of p (results/<profile>/bench.txt) read by reporting.performance."""
-    return read_bench(bench_path(p))
+def bench(p: Profile, file: str = BENCH_FILE) -> dict[str, Any]:
+    """A bench file of p (results/<profile>/bench.txt, or the loop-free run's file) read by
+    reporting.performance."""
+    return read_bench(bench_path(p, file))
 
 
-def bench_path(p: Profile) -> Path:
-    return Path(p.root) / p.name / BENCH_FILE
+def bench_path(p: Profile, file: str = BENCH_FILE) -> Path:
+    return Path(p.root) / p.name / file
 
 
 def at(obj: Any, *path: str) -> Any:
@@ -302,17 +303,20 @@ def _quantity_claims(p: Profile) -> list[Claim | None]:
 
 
 def performance_claims(p: Profile) -> list[Claim]:
-    """The performance chapter's numbers: every arm of every group of the bench file, the
-    ceiling per K and the bench's targets (an absent file gives none)."""
-    if not bench_path(p).is_file():
-        return []
-    b = bench(p)
-    src = _source(p, BENCH_FILE)
+    """The performance chapter's numbers: every arm of every group of each bench file (the main
+    run's and the loop-free run's), the ceiling per K and the bench's targets (an absent file
+    gives none)."""
     out = []
-    for section in ("groups", "ceiling", "targets"):
-        for path, d in _walk(b.get(section) or {}, (section,)):
-            name = "bench: " + " / ".join(path)
-            out.append(_claim("performance", name, d, src, f"at(bench(p), {_args(path)})"))
+    for file in BENCH_FILES:
+        if not bench_path(p, file).is_file():
+            continue
+        b, src = bench(p, file), _source(p, file)
+        label = file.removesuffix(".txt")
+        read = "bench(p)" if file == BENCH_FILE else f"bench(p, {file!r})"
+        for section in ("groups", "ceiling", "targets"):
+            for path, d in _walk(b.get(section) or {}, (section,)):
+                name = f"{label}: " + " / ".join(path)
+                out.append(_claim("performance", name, d, src, f"at({read}, {_args(path)})"))
     return [c for c in out if c is not None]
 
 

@@ -22,6 +22,11 @@ from specdec_lib.errors import SpecdecError
 from specdec_lib.reporting.format import central, ci, md_table, num, pct
 
 BENCH_FILE = "bench.txt"
+# the loop-free groups (greedy under a repetition penalty, sampling at T = 0.7) as a run of their
+# own (`bench --groups loopfree`), which may come from another machine than BENCH_FILE: the
+# chapter shows it in its own section, with its own header, never merged into one table
+LOOPFREE_FILE = "bench-loopfree.txt"
+BENCH_FILES = (BENCH_FILE, LOOPFREE_FILE)
 
 
 def read_bench(path: Path) -> dict[str, Any]:
@@ -46,7 +51,40 @@ def read_bench(path: Path) -> dict[str, Any]:
 
 
 def _group_label(name: str, g: dict[str, Any]) -> str:
-    return f"{g.get('context_tokens')} context, {g.get('max_new_tokens')} new tokens ({name})"
+    """A setting's context and length, and for a loop-free group its decoding as the file says
+    (sampling temperature, repetition control)."""
+    extra = ""
+    if g.get("loop_free"):
+        t = float((g.get("sampling") or {}).get("temperature") or 0.0)
+        extra = f", sampling at T = {num(t, 1)}" if t > 0 else ", greedy"
+        rc = g.get("repetition_control")
+        extra += f", repetition control `{rc}`" if rc and rc != "off" else ""
+    return (
+        f"{g.get('context_tokens')} context, {g.get('max_new_tokens')} new tokens{extra} ({name})"
+    )
+
+
+def strata_table(bench: dict[str, Any]) -> pd.DataFrame:
+    """The bench's speedups by the repetition of our baseline's continuation (thirds over every
+    group's prompts): ours (the group's best) and HF's best over our baseline, and ours over
+    HF's, each with its interval and n."""
+    thirds = (bench.get("repetition_strata") or {}).get("thirds") or {}
+    rows = []
+    for name in ("low", "middle", "high"):
+        t = thirds.get(name)
+        if not t:
+            continue
+        rows.append(
+            {
+                "repetition third": name,
+                "4-gram repetition": f"{num(t.get('rep4_min'), 2)}-{num(t.get('rep4_max'), 2)}",
+                "groups": ", ".join(f"`{x}`" for x in t.get("groups") or []),
+                "ours x our baseline": _ci_n(t.get("ours_vs_baseline"), 2, "x"),
+                "HF's x our baseline": _ci_n(t.get("hf_vs_baseline"), 2, "x"),
+                "ours x HF's": _ci_n(t.get("ours_vs_hf"), 2, "x"),
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def _ci_n(d: Any, nd: int = 2, suffix: str = "", n_said: Any = None, scale: float = 1.0) -> str:
@@ -242,11 +280,14 @@ def targets_table(bench: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def provenance_markdown(bench: dict[str, Any]) -> str:
+def provenance_markdown(bench: dict[str, Any], file: str = BENCH_FILE) -> str:
     """Where the numbers come from: the file, the run's own header line, n per arm."""
+    loopfree = file == LOOPFREE_FILE
+    where = "in this section" if loopfree else "outside its last section"
     return (
-        f"Every number on this page is read from `{BENCH_FILE}` (its last line, one JSON "
-        f"object), written by `python -m specdec_lib bench --target {bench.get('target')}`: "
+        f"Every number {where} is read from `{file}` (its last line, one JSON object), "
+        f"written by `python -m specdec_lib bench "
+        f"--target {bench.get('target')}{' --groups loopfree' if loopfree else ''}`: "
         f"{bench.get('n_prompts')} prompts per group, {bench.get('device')}, "
         f"{bench.get('dtype')}. The run's own header: *{bench.get('_header', '')}*"
     )

@@ -57,8 +57,9 @@ STUDY: tuple[Notebook, ...] = (
         "anchors at every context, each context with its own paired baseline; the earlier "
         "study's way of computing speedup (one context-20 baseline for every row) beside it; "
         "the same sweep with the KV cache off on the very same prompts; and the timing-free "
-        "teacher-forced agreement of every draft with the target on the documents' real next "
-        "tokens, at the same positions for every context. Writes `context_sweep/`, "
+        "agreement of every draft with the target, at the same positions for every context: "
+        "replayed on the target's own greedy continuation (what a greedy run is scored on), "
+        "with the document's own next tokens teacher-forced as a second view. Writes `context_sweep/`, "
         "`context_sweep_nocache/` and `agreement/`.",
         (
             ANALYSIS + "sweep:context_sweep",

@@ -96,10 +96,12 @@ def agreement_config(S: Study) -> dict[str, Any]:
 
 
 def run_agreement(S: Study) -> ExperimentResult:
-    """04 (timing-free): teacher-forced agreement of every draft with the target on the
-    documents' real next tokens, at the same positions for every context: fixed anchors in
-    each eval document, the document's next `continuation_tokens` tokens teacher-forced, only
-    the visible prefix before the anchor changing with the context."""
+    """04 (timing-free): agreement of every draft with the target at fixed anchors of each eval
+    document, only the visible prefix before the anchor changing with the context. The main
+    view replays the target's own greedy continuation (`continuation_tokens` tokens, written by
+    the lossless `continuation_by` run): what a greedy speculative run is scored on, so its
+    acceptance is a function of these rows. The second view teacher-forces the document's own
+    next tokens, on the first `n_documents_text` documents at `text_contexts`."""
     cfg = agreement_config(S)
     return execute(S, "agreement", cfg, lambda on_row: _agreement(S, cfg, on_row))
 

@@ -25,7 +25,7 @@ from transformers import (
 from specdec_lib.errors import SpecdecError
 from specdec_lib.models import LoadedModel
 from specdec_lib.models.device import resolve_device, resolve_dtype
-from specdec_lib.models.embedded import EMBEDDED, ensure_embedded_cache
+from specdec_lib.models.embedded import EMBEDDED, embedded_cache_dir, ensure_embedded_cache
 
 _OFFLINE_HINT = "run `make download` where the hub is reachable"
 
@@ -83,6 +83,23 @@ def _resolve_source(name: str) -> tuple[str, bool]:
     if path.is_dir():
         return str(path), True
     return name, False
+
+
+def model_folder(name: str) -> Path | None:
+    """Where a model's files are on this machine, without building or downloading anything:
+    the embedded model's cache folder, a local folder, or a hub model's cached snapshot (None
+    where there is none yet). `results.inputs` fingerprints what it finds there."""
+    if name == EMBEDDED:
+        return embedded_cache_dir()
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(name, local_files_only=True))
+    except Exception:  # noqa: BLE001 - not cached, or not a hub id: nothing to fingerprint
+        return None
 
 
 def _config(source: str, local: bool, token: str | None) -> Any:

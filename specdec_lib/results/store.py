@@ -36,9 +36,9 @@ import pandas as pd
 from filelock import FileLock
 
 from specdec_lib.config import config_hash
+from specdec_lib.environment.secrets import scrub
 from specdec_lib.errors import SpecdecError
 from specdec_lib.results.schema import PER_PROMPT_RECORD, result_problem
-from specdec_lib.environment.secrets import scrub
 
 
 @dataclass
@@ -114,15 +114,24 @@ class Checkpoint:
     """Per-prompt rows of an experiment in progress, so that a rerun after a crash or a lost
     Colab runtime skips every prompt already finished: one JSON line per (segment, prompt),
     appended, flushed and fsynced as soon as all arms ran the prompt, in
-    `<results>/<profile>/.<experiment>.partial-<config hash>.jsonl`. A segment names one call of
-    the paired runner (e.g. "context_sweep context 50"); a line only counts for the same prompt
-    ids. A torn last line (killed mid-write) is ignored. The file is removed once the experiment
-    is published; another config's file is removed when this one starts."""
+    `<results>/<profile>/.<experiment>.partial-<config hash>-<machine>.jsonl`, where `machine`
+    (given by the runner) names the machine, the resolved dtype and the input files, so a run
+    resumed elsewhere never mixes rows of two machines. A segment names one call of the paired
+    runner (e.g. "context_sweep context 50"); a line only counts for the same prompt ids. A torn
+    last line (killed mid-write) is ignored. The file is removed once the experiment is
+    published; another config's or machine's file is removed when this one starts."""
 
-    def __init__(self, store: ResultStore, experiment: str, config: dict[str, Any], fresh: bool):
+    def __init__(
+        self,
+        store: ResultStore,
+        experiment: str,
+        config: dict[str, Any],
+        fresh: bool,
+        machine: str = "",
+    ):
         directory = store.dir(experiment).parent
         directory.mkdir(parents=True, exist_ok=True)
-        self.path = checkpoint_path(store, experiment, config)
+        self.path = checkpoint_path(store, experiment, config, machine)
         for other in directory.glob(f".{experiment}.partial-*.jsonl"):
             if other != self.path or fresh:
                 other.unlink(missing_ok=True)
@@ -180,9 +189,19 @@ class Checkpoint:
         self.path.unlink(missing_ok=True)
 
 
-def checkpoint_path(store: ResultStore, experiment: str, config: dict[str, Any]) -> Path:
-    """Where an experiment's checkpoint for this config lives (`Checkpoint`)."""
-    return store.dir(experiment).parent / f".{experiment}.partial-{config_hash(config)}.jsonl"
+def checkpoint_path(
+    store: ResultStore, experiment: str, config: dict[str, Any], machine: str = ""
+) -> Path:
+    """Where an experiment's checkpoint for this config on this machine lives (`Checkpoint`)."""
+    name = f".{experiment}.partial-{config_hash(config)}" + (f"-{machine}" if machine else "")
+    return store.dir(experiment).parent / f"{name}.jsonl"
+
+
+def checkpoint_paths(store: ResultStore, experiment: str, config: dict[str, Any]) -> list[Path]:
+    """The checkpoints of this config on any machine."""
+    stem = checkpoint_path(store, experiment, config).name.removesuffix(".jsonl")
+    directory = store.dir(experiment).parent
+    return [p for p in directory.glob(f"{stem}*.jsonl") if p.is_file()]
 
 
 def _prompt_ids(p: Any) -> tuple[int, ...]:

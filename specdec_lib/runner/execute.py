@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from specdec_lib.analysis.rules import rules_sha256
-from specdec_lib.config import SamplingConfig
+from specdec_lib.config import SamplingConfig, config_hash
 from specdec_lib.environment.tracking import (
     Tracker,
     cpu_model,
@@ -30,15 +30,19 @@ from specdec_lib.environment.tracking import (
     memory_peaks,
 )
 from specdec_lib.measure.paired import WARMUP_TOKENS, Arm, run_paired
+from specdec_lib.models import LoadedModel
 from specdec_lib.models.device import resolve_device, resolve_dtype
+from specdec_lib.models.loading import model_folder
+from specdec_lib.results.inputs import changed_input, fingerprint
 from specdec_lib.results.store import (
     Checkpoint,
     ExperimentResult,
-    checkpoint_path,
+    checkpoint_paths,
     load_result,
     publish,
 )
 from specdec_lib.runner.context import ROOT, Study, load_target, roles, thread_choice
+from specdec_lib.runner.prompts import READ
 
 WANDB_PROJECT = "specdec"
 
@@ -65,7 +69,10 @@ class Run:
 
 
 def cached(S: Study, experiment: str, config: dict[str, Any]) -> ExperimentResult | None:
-    """The stored result for this config when it is whole; a damaged one is said and redone."""
+    """The stored result for this config when it is whole and its inputs (`results.inputs`:
+    the model and data files) are those it recorded; a damaged one, or one whose inputs
+    changed, is said and redone. One measured before inputs were fingerprinted is reused, and
+    said so."""
     d = S.store.dir(experiment)
     if S.force or not d.exists():
         return None
@@ -73,17 +80,44 @@ def cached(S: Study, experiment: str, config: dict[str, Any]) -> ExperimentResul
     if problem is not None:
         print(f"{experiment}: stored result {rel(d)} is damaged ({problem}); recomputing it")
         return None
-    if S.store.done(experiment, config, study=True):
-        print(f"{experiment}: reusing {rel(d)} (same config; force to redo)")
-        # a checkpoint of this config or a temporary folder beside its whole result is a forced
-        # recompute cut short: nothing resumes or replaces it (force starts afresh)
-        checkpoint_path(S.store, experiment, config).unlink(missing_ok=True)
-        S.store.remove_stale(experiment)
-        res = load_result(d)
-        if note := reuse_note(S, res.env):
-            print(f"{experiment}: {note}")
-        return res
-    return None
+    if not S.store.done(experiment, config, study=True):
+        return None
+    res = load_result(d)
+    stored = res.env.get("inputs")
+    if isinstance(stored, dict):
+        if changed := changed_input(stored, inputs_now(config)):
+            print(f"{experiment}: {changed} since {rel(d)} was measured; recomputing it")
+            return None
+        print(f"{experiment}: reusing {rel(d)} (same config and input files; force to redo)")
+    else:
+        print(
+            f"{experiment}: reusing {rel(d)} (same config; measured before its input files were "
+            "fingerprinted, so they are unchecked: FORCE=1 records them; force to redo)"
+        )
+    # a checkpoint of this config or a temporary folder beside its whole result is a forced
+    # recompute cut short: nothing resumes or replaces it (force starts afresh)
+    for path in checkpoint_paths(S.store, experiment, config):
+        path.unlink(missing_ok=True)
+    S.store.remove_stale(experiment)
+    if note := reuse_note(S, res.env):
+        print(f"{experiment}: {note}")
+    return res
+
+
+def inputs_now(config: dict[str, Any]) -> dict[str, Any]:
+    """The fingerprint of the files a run of `config` reads on this machine now
+    (`results.inputs.fingerprint`; the data source as this process read it, where it did)."""
+    return fingerprint(config, model_folder, READ.get(str(config.get("data_source", "auto"))))
+
+
+def machine_key(loaded: LoadedModel, inputs: dict[str, Any]) -> str:
+    """What names a checkpoint beside the config hash: the machine (the CPU model, or the GPU's
+    name), the loaded target's dtype (`auto` resolves per machine) and the input files, so a
+    resumed run never mixes rows measured on two machines, in two dtypes or from two inputs."""
+    device = loaded.device
+    here = cpu_model() if device.type == "cpu" else torch.cuda.get_device_name(device)
+    dtype = str(loaded.dtype).removeprefix("torch.")
+    return config_hash({"machine": here or "unknown", "dtype": dtype, "inputs": inputs})[:8]
 
 
 def reuse_note(S: Study, env: dict[str, Any]) -> str | None:
@@ -134,8 +168,8 @@ def run_environment(
     S: Study, config: dict[str, Any], wall: float, checkpoint: Checkpoint
 ) -> dict[str, Any]:
     """env.json: the machine and packages, the target's actual device and dtype, the thread
-    choice, this process's wall time, how many prompts an interrupted run had measured, and the
-    process's memory peaks (host and GPU)."""
+    choice, this process's wall time, how many prompts an interrupted run had measured, the
+    process's memory peaks (host and GPU) and the input files' fingerprint."""
     loaded = load_target(S)
     env = environment(
         device=str(next(loaded.model.parameters()).device),
@@ -147,6 +181,7 @@ def run_environment(
     env["resumed_prompts"] = checkpoint.resumed  # rows measured by an interrupted run
     env.update(memory_peaks(env["device"]))
     env["rules_sha256"] = rules_sha256()  # the verdict rules in force when this was measured
+    env["inputs"] = inputs_now(config)  # checked when the result is reused (`cached`)
     return env
 
 
@@ -161,7 +196,8 @@ def execute(
     if hit is not None:
         return hit
     tracker = tracker_for(S, experiment, config)
-    checkpoint = Checkpoint(S.store, experiment, config, fresh=S.force)
+    key = machine_key(load_target(S), fingerprint(config, model_folder))
+    checkpoint = Checkpoint(S.store, experiment, config, fresh=S.force, machine=key)
     t0 = time.perf_counter()
     try:
         run = compute(Progress(tracker.log_row, checkpoint))

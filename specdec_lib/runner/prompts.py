@@ -12,13 +12,16 @@ from specdec_lib.models import LoadedModel
 from specdec_lib.runner.context import SPLIT_SEED, Study
 
 _EVAL: dict[str, list[Article]] = {}  # data source -> its eval articles, split once per process
+READ: dict[str, str] = {}  # data source -> what it read (`Corpus.source`), for env.json's inputs
 
 
 def eval_articles(S: Study) -> list[Article]:
     """The eval half of the profile's data source (`data.split_articles`, seed SPLIT_SEED)."""
     src = S.profile.get("data_source", "auto")
     if src not in _EVAL:
-        _EVAL[src] = split_articles(load_wikitext(src), seed=SPLIT_SEED)[1]
+        corpus = load_wikitext(src)
+        READ[src] = corpus.source
+        _EVAL[src] = split_articles(corpus, seed=SPLIT_SEED)[1]
     return _EVAL[src]
 
 

@@ -117,7 +117,8 @@ def fingerprint(
     `model_folder(name)` is where a model's files are on this machine (None: not here);
     `data_read` the source a run actually read (`data.Corpus.source`), when known."""
     out: dict[str, Any] = {}
-    models = [("target", str(config["target"]))] + [("draft", m) for m in model_specs(config)]
+    target = [("target", str(config["target"]))] if config.get("target") else []
+    models = target + [("draft", m) for m in model_specs(config)]
     for role, name in models:
         if name in TINY_MODELS:
             out[f"{role} {name}"] = TINY_NOTE
@@ -128,7 +129,7 @@ def fingerprint(
     source = str(config.get("data_source", "auto"))
     hub = source == "datasets" or (data_read or "").startswith("datasets:")
     out[f"data {source}"] = HUB_DATA_NOTE if hub else bundled_file()
-    if hub and config["target"] in TINY_MODELS:
+    if hub and config.get("target") in TINY_MODELS:
         out["data bundled (the tiny tokenizer's words)"] = bundled_file()
     return out
 

@@ -91,8 +91,8 @@ def cached(S: Study, experiment: str, config: dict[str, Any]) -> ExperimentResul
         print(f"{experiment}: reusing {rel(d)} (same config and input files; force to redo)")
     else:
         print(
-            f"{experiment}: reusing {rel(d)} (same config; measured before its input files were "
-            "fingerprinted, so they are unchecked: FORCE=1 records them; force to redo)"
+            f"{experiment}: reusing {rel(d)} (same config; measured before input files were "
+            "fingerprinted, so they are unchecked: FORCE=1 records them)"
         )
     # a checkpoint of this config or a temporary folder beside its whole result is a forced
     # recompute cut short: nothing resumes or replaces it (force starts afresh)

@@ -8,9 +8,10 @@ the notebooks were generated from, read HF_TOKEN and WANDB_API_KEY
 from Colab's secrets without printing them, install what a run needs without replacing Colab's
 torch: `specdec_lib/environment/colab.py`), one cell tagged `parameters` with typed literals
 only (papermill; `profile = "auto"` is resolved by `study.setup`), a cell that derives the
-run from the profile, then one cell per experiment calling into `specdec_lib.study`, which
-writes the result files (see results/SCHEMA.md). Titles, texts and calls are the declarations'
-(`specdec_lib/results/catalog.py` and each experiment's analysis module).
+run from the profile and prints its estimated time (`study.print_estimate`), then one cell per
+experiment calling into `specdec_lib.study`, which writes the result files (see
+results/SCHEMA.md). Titles, texts and calls are the declarations' (`specdec_lib/results/catalog.py`
+and each experiment's analysis module).
 The notebooks are committed without outputs.
 """
 
@@ -138,6 +139,9 @@ print(
     f"profile {S.name}: target {S.profile['target']}, dtype {S.profile.get('dtype')}, "
     f"results in {study.rel(S.store.dir(''))}"
 )
+# before anything runs: the minutes each experiment will take, from its counts and a few target
+# calls timed here (runner/estimate.py); nothing is measured when every result is stored
+study.print_estimate(S, EXPERIMENT_NAMES)
 """
 
 
@@ -188,7 +192,11 @@ def build(notebook: catalog.Notebook, commit: str = "") -> nbformat.NotebookNode
             (QUICK_PARAMETERS if quick else PARAMETERS).rstrip("\n"),
             metadata={"tags": ["parameters"]},
         ),
-        new_code_cell(DERIVE.replace("quick=QUICK", f"quick={quick}").rstrip("\n")),
+        new_code_cell(
+            DERIVE.replace("quick=QUICK", f"quick={quick}")
+            .replace("EXPERIMENT_NAMES", repr(tuple(load(r).name for r in notebook.experiments)))
+            .rstrip("\n")
+        ),
     ]
     for ref in notebook.experiments:
         e = load(ref)

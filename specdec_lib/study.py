@@ -51,6 +51,7 @@ from specdec_lib.runner.distribution import (
     exact_next_probs,
     first_token_samples,
 )
+from specdec_lib.runner.estimate import print_estimate
 from specdec_lib.runner.execute import rel
 from specdec_lib.runner.k_sweep import run_k_sweep
 from specdec_lib.runner.peers import run_peers
@@ -83,6 +84,7 @@ __all__ = [
     "get_drafter",
     "load_profile",
     "load_target",
+    "print_estimate",
     "prompts_for",
     "rel",
     "resolve_profile",

@@ -7,9 +7,12 @@ A bundle holds `<profile>/<experiment>/{config.json, env.json, summary.json, per
 ...}` and nothing else: no W&B folder, no checkpoint, no lock. `import_bundle` unpacks it into a
 temporary folder and accepts it only when every member is a plain file under one profile folder,
 every experiment passes `schema.result_problem` (config.json, env.json, summary.json and the rows
-whole), every config and summary names that profile, all were measured with one target on one
-device, and no file holds a secret (a set secret's value or a hub-token shaped string); else it
-refuses in one line (a SpecdecError) and writes nothing. Torch-free.
+whole), every config.json's stored `config_hash` is the hash of its config (recomputed: an edited
+config would otherwise be reused as the config it no longer is), every config and summary names
+that profile, each env.json was written by a run of its own config (its device and dtype those the
+config asks for), all were measured with one target on one machine (GPU and its capability, or
+CPU), and no file holds a secret (a set secret's value or a hub-token shaped string); else it
+refuses in one line (a SpecdecError) naming the experiment, and writes nothing. Torch-free.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from specdec_lib.config import config_hash
 from specdec_lib.environment.secrets import holds_secret, secret_values
 from specdec_lib.errors import SpecdecError
 from specdec_lib.results.schema import result_problem
@@ -97,16 +101,51 @@ def _json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def hash_problem(config: dict[str, Any]) -> str | None:
+    """Why a config.json's stored hash is not its config's (None when it is)."""
+    stored = config.get("config_hash")
+    recomputed = config_hash({k: v for k, v in config.items() if k != "config_hash"})
+    if stored != recomputed:
+        return f"its config_hash {stored} is not the hash of its config ({recomputed})"
+    return None
+
+
+def machine(env: dict[str, Any]) -> str:
+    """The machine an env.json names: the GPU with its capability, else the CPU."""
+    if env.get("gpu"):
+        cap = env.get("gpu_capability")
+        return f"{env['gpu']}" + (f" (sm {cap})" if cap else "")
+    return str(env.get("cpu_model") or env.get("device"))
+
+
+def env_problem(config: dict[str, Any], env: dict[str, Any]) -> str | None:
+    """Why env.json cannot be the record of a run of this config: a device or dtype other than
+    the config's (None when it can, or when the config leaves them to the machine)."""
+    want, got = str(config.get("device", "auto")), str(env.get("device", ""))
+    if want != "auto" and got and got.split(":")[0] != want.split(":")[0]:
+        return f"env.json was measured on {got}, its config asks for {want}"
+    want_dtype, got_dtype = config.get("dtype"), env.get("profile_dtype")
+    if want_dtype and got_dtype and want_dtype != got_dtype:
+        return f"env.json was a {got_dtype} run, its config asks for {want_dtype}"
+    if env.get("cuda") is False and env.get("gpu"):
+        return f"env.json names GPU {env['gpu']} without CUDA"
+    return None
+
+
 def check_unpacked(folder: Path, profile: str) -> list[Path]:
     """The experiments of an unpacked profile folder when the bundle is sound, else a one-line
     SpecdecError naming the first problem."""
     exps = [d for d in sorted(folder.iterdir()) if d.is_dir()]
-    targets, devices = set(), set()
+    targets: set[str] = set()
+    devices: dict[str, list[str]] = {}  # machine -> the experiments measured on it
     for d in exps:
         problem = result_problem(d, study=True)
         if problem is not None:
             raise SpecdecError(f"bundle's {d.name}/ is damaged: {problem}")
         config, summary, env = (_json(d / f) for f in ("config.json", "summary.json", "env.json"))
+        problem = hash_problem(config) or env_problem(config, env)
+        if problem is not None:
+            raise SpecdecError(f"bundle's {d.name}/ is mixed or edited: {problem}; not imported")
         for what, data in (("config.json", config), ("summary.json", summary)):
             if data.get("profile") != profile:
                 raise SpecdecError(
@@ -114,11 +153,12 @@ def check_unpacked(folder: Path, profile: str) -> list[Path]:
                     f"not {profile!r}"
                 )
         targets.add(str(config.get("target")))
-        devices.add(str(env.get("gpu") or env.get("cpu_model") or env.get("device")))
+        devices.setdefault(machine(env), []).append(d.name)
     if len(targets) > 1:
         raise SpecdecError(f"bundle mixes targets {sorted(targets)}")
     if len(devices) > 1:
-        raise SpecdecError(f"bundle mixes machines {sorted(devices)}")
+        listed = "; ".join(f"{m}: {', '.join(names)}" for m, names in sorted(devices.items()))
+        raise SpecdecError(f"bundle mixes machines ({listed})")
     for f in sorted(folder.rglob("*")):
         if f.is_file() and _secret_in(f):
             raise SpecdecError(f"bundle's {f.relative_to(folder)} holds a secret; not imported")

@@ -33,7 +33,7 @@ from specdec_lib.reporting.tables import (
     study_table, total_batch_seconds, transformer_note)
 from specdec_lib.reporting.verdicts import (LABELS, bottom_line, h3_per_draft, key_numbers,
                                             replay_check_sentence, rule_markdown, scope,
-                                            verdict_table, verdicts)
+                                            t4_beside, verdict_table, verdicts)
 from specdec_lib.results.catalog import EXPERIMENTS, NOTEBOOKS
 from specdec_lib.results.read import (book_profile, damaged_results, load_results,
                                       profiles_with_results)
@@ -53,7 +53,7 @@ __all__ = [
     "key_numbers", "load_results", "md_table", "missing_note", "new_figure", "num", "pct",
     "peers_table", "profiles_with_results", "rate_from_a", "rule_markdown", "sampling_table",
     "scope", "sequence_sentence", "sequence_table", "show", "split_common", "study_table",
-    "total_batch_seconds", "transformer_note",
+    "t4_beside", "total_batch_seconds", "transformer_note",
     "verdict_table", "verdicts", "published_level", "published_ratio",
 ]  # fmt: skip
 

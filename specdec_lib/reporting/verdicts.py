@@ -1,6 +1,7 @@
 """The context-length paradox in words: each verdict of analysis.verdicts (H1..H4) with its reason,
 what it can and cannot show, where it was measured, the chapter's bottom line and the
-introduction's key numbers. Decides nothing: labels come from the findings, numbers from results.
+introduction's key numbers, and the earlier study's own pair measured on a T4 beside them
+(`t4_beside`). Decides nothing: labels come from the findings, numbers from results.
 """
 
 from __future__ import annotations
@@ -17,8 +18,17 @@ from specdec_lib.analysis.replay import replay_check
 from specdec_lib.analysis.verdicts import Finding, findings, ladder
 from specdec_lib.reporting.earlier import earlier_drop, earlier_recomputed
 from specdec_lib.reporting.figures.style import records
-from specdec_lib.reporting.format import admonition, as_float, central, ci, finite, num, pct
-from specdec_lib.results.read import Profile
+from specdec_lib.reporting.format import (
+    admonition,
+    as_float,
+    central,
+    ci,
+    finite,
+    md_table,
+    num,
+    pct,
+)
+from specdec_lib.results.read import Profile, load_results
 from specdec_lib.results.store import ExperimentResult
 
 LABELS = rules.LABELS
@@ -359,6 +369,49 @@ def h3_per_draft(res: ExperimentResult) -> pd.DataFrame | None:
 def verdict_table(vs: Sequence[HypothesisVerdict]) -> pd.DataFrame:
     """The verdicts as a table, one row each."""
     return pd.DataFrame([v.row() for v in vs])
+
+
+T4_PROFILES = ("colab-t4", "colab-t4-quick")  # the earlier study's pair on a T4: all, quick
+NOT_ON_T4 = "not yet measured on a T4"
+
+
+def t4_beside(p: Profile, root: Any = None) -> str:
+    """The verdicts of the earlier study's pair on a T4 (the profiles `T4_PROFILES`, in
+    `results/` once a Colab bundle is imported) beside profile p's, as one Markdown table: each
+    hypothesis with its label and key numbers per profile. Where no T4 profile has results, one
+    note that says so plainly and how to measure them; empty when p is itself the only one."""
+    root = p.root if root is None else root
+    found = [load_results(name, root) for name in T4_PROFILES if name != p.name]
+    found = [q for q in found if not q.empty]
+    if not found:
+        if p.name in T4_PROFILES:
+            return ""
+        return admonition(
+            f"The real pair (`gemma-3-4b-pt` with `gemma-3-1b-pt`) is {NOT_ON_T4}: there are "
+            "no results of the profiles `colab-t4` or `colab-t4-quick` here, so every number in "
+            f"this chapter is {scope(p)}'s. Run `notebooks/00_quick.ipynb` in Colab on a T4 "
+            "(it prints its estimated time before it starts), import the bundle it writes "
+            "with `python -m specdec_lib import-bundle FILE.zip` (README, Colab results) and "
+            "rebuild the book.",
+            "note",
+            "On a T4: not yet measured",
+        )
+
+    def cell(v: HypothesisVerdict) -> str:
+        return f"{v.label}: {v.short()}" if v.numbers else v.label
+
+    columns = [(p, {v.key: v for v in verdicts(p)})]
+    columns += [(q, {v.key: v for v in verdicts(q)}) for q in found]
+    rows = []
+    for key, hypothesis in HYPOTHESES.items():
+        row = {"hypothesis": f"{key}: {hypothesis}"}
+        for q, vs in columns:
+            row[f"`{q.name}` ({scope(q)})"] = cell(vs[key]) if key in vs else rules.NOT_TESTED
+        rows.append(row)
+    return (
+        f"The same rules on the earlier study's pair, measured on a T4 "
+        f"({', '.join(f'`{q.name}`' for q in found)}), beside `{p.name}`:\n\n" + md_table(rows)
+    )
 
 
 def verdicts_markdown(vs: Sequence[HypothesisVerdict]) -> str:

@@ -6,15 +6,21 @@ mixed or secret-holding bundle is refused in one line with nothing written."""
 
 from __future__ import annotations
 
+import html
 import json
 import math
+import re
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from specdec_lib import cli, study
+from specdec_lib import report as R
 from specdec_lib.analysis import rules
+from specdec_lib.config import config_hash
 from specdec_lib.environment.profiles import load_profile
 from specdec_lib.results import bundle, catalog
 from specdec_lib.results.declare import load
@@ -154,11 +160,28 @@ def rezip(src: Path, out: Path, change) -> Path:
     return out
 
 
+def edit(name: str, data: bytes, where: str, file: str, rehash: bool = True, **values):
+    """The member with `values` set in <where>/<file> (config.json's hash recomputed unless
+    rehash is False: an edited config that still claims its old hash)."""
+    if not name.endswith(f"/{where}/{file}"):
+        return name, data
+    d = {**json.loads(data), **values}
+    if file == "config.json" and rehash:
+        d["config_hash"] = config_hash({k: v for k, v in d.items() if k != "config_hash"})
+    return name, json.dumps(d).encode()
+
+
 def profile_of(name: str, data: bytes, to: str) -> tuple[str, bytes]:
-    if name.endswith("config.json") and "/agreement/" in name:
-        d = json.loads(data)
-        d["profile"] = to
-        return name, json.dumps(d).encode()
+    return edit(name, data, "agreement", "config.json", profile=to)
+
+
+def as_profile(name: str, data: bytes, to: str) -> tuple[str, bytes]:
+    """The member of a bundle renamed to profile `to`: its folder, and every config and summary
+    naming it (hashes recomputed), as a bundle measured under that profile would be."""
+    name = name.replace("smoke-pair/", f"{to}/", 1)
+    exp = name.split("/")[1]
+    for file in ("config.json", "summary.json"):
+        name, data = edit(name, data, exp, file, profile=to)
     return name, data
 
 
@@ -170,6 +193,10 @@ BAD = {
     "mixed configs": lambda n, d: profile_of(n, d, "colab-t4"),
     "a token": lambda n, d: (n, d + b"hf_AbCdEfGhIjKlMnOp1234") if n.endswith(".csv") else (n, d),
     "another file": lambda n, d: (n.replace("summary.json", "run.sh"), d),
+    "an edited config": lambda n, d: edit(n, d, "agreement", "config.json", False, n_documents=9),
+    "two machines": lambda n, d: edit(n, d, "context_sweep", "env.json", cpu_model="Other CPU"),
+    "another run's env": lambda n, d: edit(n, d, "agreement", "env.json", profile_dtype="float16"),
+    "another device's env": lambda n, d: edit(n, d, "agreement", "env.json", device="cuda:0"),
 }
 
 
@@ -197,3 +224,70 @@ def test_a_bundle_of_another_profile_is_refused(smoke_pair_results, tmp_path):
     with pytest.raises(Exception, match="holds profile 'smoke-pair', not 'colab-t4'"):
         bundle.import_bundle(good, tmp_path, "colab-t4")
     assert not (tmp_path / "colab-t4").exists()
+
+
+@pytest.mark.parametrize(
+    "how, says",
+    [
+        ("an edited config", "agreement/ is mixed or edited: its config_hash"),
+        ("two machines", "Other CPU: context_sweep"),
+        ("another run's env", "agreement/ is mixed or edited: env.json was a float16 run"),
+    ],
+)
+def test_a_mixed_or_edited_bundle_says_which_experiment(how, says, smoke_pair_results, tmp_path):
+    bad = rezip(study.write_bundle(smoke_pair_results), tmp_path / "bad.zip", BAD[how])
+    with pytest.raises(Exception, match=re.escape(says)):
+        bundle.import_bundle(bad, tmp_path / "results")
+    assert not (tmp_path / "results").exists()
+
+
+def test_without_t4_results_the_paradox_chapter_says_not_yet_measured(smoke_pair_results):
+    S = smoke_pair_results
+    text = R.t4_beside(R.load_results("smoke-pair", S.results_dir))
+    assert "not yet measured on a T4" in text and "import-bundle" in text
+
+
+def import_as_t4(S, tmp_path: Path) -> Path:
+    """The smoke run's bundle, renamed to the quick T4 profile, imported by the command into
+    tmp_path/results beside the smoke run's own; returns that results folder."""
+    dest = tmp_path / "results"
+    t4 = rezip(study.write_bundle(S), tmp_path / "t4.zip", lambda n, d: as_profile(n, d, QUICK))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPECDEC_RESULTS", str(dest))
+        assert cli.main(["import-bundle", str(t4)]) == 0
+        assert cli.main(["import-bundle", str(study.write_bundle(S))]) == 0
+    return dest
+
+
+QUICK = catalog.QUICK_PROFILE
+
+
+def test_imported_t4_results_stand_beside_the_chapters_own(smoke_pair_results, tmp_path):
+    dest = import_as_t4(smoke_pair_results, tmp_path)
+    t4 = R.load_results(QUICK, dest)
+    assert set(t4.results) == {"agreement", "context_sweep"}
+    text = R.t4_beside(R.load_results("smoke-pair", dest))
+    assert "not yet measured" not in text and f"`{QUICK}`" in text
+    for v in R.verdicts(t4):
+        if v.numbers:
+            assert v.short() in text.replace("\\|", "|")
+
+
+@pytest.mark.slow
+def test_the_book_shows_an_imported_bundles_numbers(smoke_pair_results, tmp_path):
+    """Done when: the quick run's bundle, imported with the command, is in the built book."""
+    dest = import_as_t4(smoke_pair_results, tmp_path)
+    t4 = R.load_results(QUICK, dest)
+    work = tmp_path / "book"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "book" / "build.py"), "--profile", "smoke-pair",
+         "--results", str(dest), "--workdir", str(work)],
+        capture_output=True, text=True, timeout=900, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    page = (work / "_build" / "html" / "book" / "paradox.html").read_text(encoding="utf-8")
+    assert "not yet measured on a T4" not in page and QUICK in page
+    h3 = next(v for v in R.verdicts(t4) if v.key == "H3")
+    assert html.escape(h3.label) in page
+    for number in re.findall(r"\d+\.\d+", h3.short())[:3]:
+        assert number in page

@@ -83,7 +83,7 @@ def test_the_table_has_a_row_per_experiment_and_the_total():
     assert [ln.split()[0] for ln in lines[1:]] == ["experiment", "bigram", "baseline", "total"]
     assert lines[3].split()[-1] == "0.1"  # 600 steps of 10 ms: 6 s
     lo, hi = minutes(works["bigram"], COSTS)
-    assert lines[-1].split()[-1] == f"{lo + 0.1:.1f}-{hi + 0.1:.1f}"
+    assert lines[-1].split()[-1] == estimate._span(lo + 0.1, hi + 0.1)
 
 
 @pytest.mark.usefixtures("single_thread")

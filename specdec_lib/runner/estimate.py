@@ -8,10 +8,12 @@ length K makes between T / (K + 1) calls (every draft accepted) and T calls (non
 K + 1 tokens; every run starts with one call over its prompt (the prefill); a run without the KV
 cache feeds its whole sequence at every call. The agreement pass is a greedy continuation per
 (document, context) plus one teacher-forced forward of the target and of each draft that is a
-model of its own; the sampling checks are between one call per (prompt or method) and one per
-seed. `Costs` holds the measured seconds of a call by tokens fed (a decode step, a K + 1
-verification and one long forward), interpolated linearly in between. `estimate_table` is the
-table `print_estimate(S, experiments)` prints: minutes per experiment (low-high) and in total.
+model of its own; the sampling checks are between one call per (prompt or method) and
+`DISTINCT` of them (seeds that propose the same draft share a call). `Costs` holds the
+measured seconds of a call by tokens fed (a decode step, a K + 1 verification and one long
+forward), interpolated linearly in between. `estimate_table` is the table
+`print_estimate(S, experiments)` prints: minutes per experiment (low-high) and in total; the
+measured costs are those of this machine as loaded now (another process's load slows them).
 
 What it does not count: a draft model's own calls (except its teacher-forced forwards), the
 drafters' CPU work, loading and downloading, figures and writing; so it is a floor for drafts
@@ -31,6 +33,10 @@ BASELINE_SPECS = ("none", "hf:greedy")  # arms that decode one token per target 
 # the table drafts read from the target's forward or cost nothing like a forward)
 OWN_MODEL = ("model:", "quant:", "noise:", "distilled")
 LONGEST = 1024  # the longest call timed (longer ones are extrapolated)
+# the sampling checks make one target call per distinct draft (seeds proposing the same draft
+# share it); the high end assumes at most this many distinct ones per prompt (or position) and
+# method: an assumption, not a bound (one call per seed would be, and is far above what they make)
+DISTINCT = 100
 
 
 @dataclass(frozen=True)
@@ -127,11 +133,12 @@ def _sampling(cfg: dict[str, Any]) -> list[Calls]:
         nd, ns, kd = int(dist["n_prompts"]), int(dist["n_samples"]), int(dist.get("k", 1))
         out.append(Calls(temps * nd, temps * nd, 1))  # the baseline: one call per prompt
         arms = len(dist.get("arms", []))  # a draft: one call per distinct draft, at most per seed
-        out.append(Calls(temps * nd * arms, temps * nd * arms * ns, kd + 1))
+        out.append(Calls(temps * nd * arms, temps * nd * arms * min(ns, DISTINCT), kd + 1))
     seq = cfg.get("sequence") or {}
     if seq:
         methods, m, ns = 1 + len(seq["drafts"]), int(seq["positions"]), int(seq["n_samples"])
-        out.append(Calls(temps * methods * m, temps * methods * m * ns, int(seq["k"]) + 1))
+        high = temps * methods * m * min(ns, DISTINCT)
+        out.append(Calls(temps * methods * m, high, int(seq["k"]) + 1))
     return out
 
 

@@ -1,7 +1,8 @@
 # The study's batch. `make evaluate` runs every experiment notebook with papermill for one
 # profile (embedded unless PROFILE= says otherwise), then builds the book.
 #
-#   make setup                       .venv with the pinned requirements and a `specdec` kernel
+#   make setup                       .venv from requirements-lock.txt and a `specdec` kernel
+#   make lock                        recompile requirements-lock.txt from requirements.txt
 #   make download                    hub weights + the full WikiText-2 where the hub is reachable;
 #                                    always builds the embedded model's local cache
 #   make evaluate [PROFILE=embedded] [RESULTS_DIR=results] [FORCE=0|1] [BOOK=1|0]
@@ -50,13 +51,18 @@ NOTEBOOKS := $(shell PYTHONPATH=$(CURDIR) $(PYTHON) -m specdec_lib.results.catal
 OUT_NB := $(RESULTS_DIR)/$(PROFILE)/notebooks
 
 .PHONY: setup download evaluate _evaluate-locked book test lint notebooks clean-smoke gpu-check \
-  mutation faults
+  mutation faults lock
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt
+# requirements.txt: the direct requirements; requirements-lock.txt: every package at the version
+# the tests ran with (transitive ones included), then checked (pip check); `make lock` recompiles
+# it from requirements.txt in a fresh venv. Not --no-deps: where no local CPU wheel of torch
+# exists, PyPI's torch brings its CUDA libraries, which the lock (made with the CPU build) lacks.
+$(STAMP): requirements.txt requirements-lock.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q -r requirements-lock.txt
+	$(PY) -m pip check
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (specdec)"
 	touch $@
 
@@ -119,6 +125,15 @@ faults: setup
 
 lint: setup
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+LOCK_VENV ?= /tmp/specdec-lock-venv
+lock:
+	rm -rf $(LOCK_VENV) && $(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/pip install -q -r requirements.txt
+	{ sed -n '1,/^$$/p' requirements-lock.txt; $(LOCK_VENV)/bin/pip freeze --exclude-editable \
+	  | sed 's/^torch==\([^+]*\)+cpu$$/torch==\1/'; } > requirements-lock.txt.new
+	mv requirements-lock.txt.new requirements-lock.txt
+	rm -rf $(LOCK_VENV)
 
 notebooks: setup
 	$(PY) notebooks/make_notebooks.py

@@ -166,6 +166,12 @@ def badge(name: str) -> str:
     )
 
 
+def names_literal(notebook: catalog.Notebook) -> str:
+    """The notebook's experiment names as a tuple literal, as ruff formats it."""
+    names = [f'"{load(r).name}"' for r in notebook.experiments]
+    return "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
+
+
 def build(notebook: catalog.Notebook, commit: str = "") -> nbformat.NotebookNode:
     """The notebook a declaration describes: its text, setup, parameters and one cell per
     experiment (the experiment's declared call, then its reading)."""
@@ -194,7 +200,7 @@ def build(notebook: catalog.Notebook, commit: str = "") -> nbformat.NotebookNode
         ),
         new_code_cell(
             DERIVE.replace("quick=QUICK", f"quick={quick}")
-            .replace("EXPERIMENT_NAMES", repr(tuple(load(r).name for r in notebook.experiments)))
+            .replace("EXPERIMENT_NAMES", names_literal(notebook))
             .rstrip("\n")
         ),
     ]

@@ -11,7 +11,7 @@ import pytest
 import torch
 import yaml
 
-from specdec_lib.analysis.sampling import sequence_check, sequence_verdict
+from specdec_lib.analysis.sampling import sequence_check, sequence_family, sequence_verdict
 from specdec_lib.config import SamplingConfig
 from specdec_lib.core import decode
 from specdec_lib.core.cache import CachedLM
@@ -187,6 +187,27 @@ def test_the_verdict_rule_has_three_disjoint_outcomes():
     assert sequence_verdict({**ok, "p_value": None}) == "inconclusive"
     # a rejection is "deviates" whatever the power or coverage
     assert sequence_verdict({**ok, "p_value": 0.01, "paths_tested": {}}) == "deviates"
+
+
+def test_the_checks_of_a_run_are_decided_as_one_bonferroni_family():
+    """Six checks (3 methods x 2 temperatures) each at 0.05 gave a false "deviates" in 26% of
+    runs: the embedded batch's own baseline (no verifier at all) had p = 0.018 at T = 1.0. As one
+    family each is tested at 0.05 / 6, with its detectable TVD at that level."""
+    base = {"alpha": 0.05, "tvd_target": 0.05, "min_path": 50, "needed_paths": ["target"],
+            "paths_tested": {"target": 5469}, "dof": 23, "n_tested": 5469}  # fmt: skip
+    checks = {
+        t: {m: {**base, "p_value": 0.5, "detectable_tvd": 0.03} for m in ("a", "b", "c")}
+        for t in ("0.7", "1.0")
+    }
+    checks["1.0"]["a"] = {**checks["1.0"]["a"], "p_value": 0.018}
+    assert sequence_verdict(checks["1.0"]["a"]) == "deviates"  # alone
+    fam = sequence_family(checks)
+    assert fam["1.0"]["a"]["verdict"] == "consistent" and fam["1.0"]["a"]["family_size"] == 6
+    assert fam["1.0"]["a"]["alpha_family"] == pytest.approx(0.05 / 6)
+    assert 0.0318 < fam["1.0"]["a"]["detectable_tvd_family"] < 0.05  # weaker than alone (0.0318)
+    checks["0.7"]["b"] = {**checks["0.7"]["b"], "p_value": 0.008}
+    assert sequence_family(checks)["0.7"]["b"]["verdict"] == "deviates"
+    assert sequence_family(fam) == fam  # a stored family is decided the same way again
 
 
 def test_sequence_check_counts_tested_tokens_per_path():

@@ -93,15 +93,52 @@ def sequence_verdict(chk: dict[str, Any]) -> str:
       draft and after an accepted prefix, the bonus; for the baseline: the target's own draw)
       produced at least `min_path` tested tokens;
     - "inconclusive": it does not reject (or had nothing to test), but its power or the tokens of
-      some path fall short, so a pass would say little about the verifier."""
+      some path fall short, so a pass would say little about the verifier.
+
+    alpha and the detectable TVD are the family's (`family_alpha`, `sequence_family`) where the
+    check carries them, else its own."""
     p = chk.get("p_value")
-    if p is not None and p < chk["alpha"]:
+    if p is not None and p < chk.get("alpha_family", chk["alpha"]):
         return "deviates"
-    d = chk.get("detectable_tvd")
+    d = chk.get("detectable_tvd_family", chk.get("detectable_tvd"))
     covered = all(chk["paths_tested"].get(x, 0) >= chk["min_path"] for x in chk["needed_paths"])
     if p is not None and d is not None and d <= chk["tvd_target"] and covered:
         return "consistent"
     return "inconclusive"
+
+
+def family_alpha(alpha: float, n_checks: int) -> float:
+    """Bonferroni: each of n checks at alpha / n keeps the chance that any of them rejects by
+    chance (when every sampler is exact) at most alpha."""
+    return alpha / max(n_checks, 1)
+
+
+def family_size(checks: dict[str, dict[str, Any]]) -> int:
+    """How many (temperature, method) checks of positions 1..m a run made."""
+    return sum(1 for chk in checks.values() for c in chk.values() if isinstance(c, dict))
+
+
+def sequence_family(checks: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The checks of positions 1..m of one run ({temperature: {method: check}}) decided as one
+    family: every (temperature, method) check tested at `family_alpha` over all of them (the
+    baseline's included), its detectable TVD at that level, and its verdict again
+    (`sequence_verdict`). Each check alone at alpha = 0.05 gave a false "deviates" somewhere
+    in a run of 3 methods x 2 temperatures with probability 1 - 0.95^6 = 26%. Reads only the
+    stored fields, so it decides a stored result the same way (idempotent)."""
+    n = family_size(checks)
+    out: dict[str, Any] = {}
+    for t, chk in checks.items():
+        out[t] = {}
+        for m, c in chk.items():
+            if not isinstance(c, dict):
+                out[t][m] = c
+                continue
+            a = family_alpha(c["alpha"], n)
+            dof, n_tested = c.get("dof") or 0, c.get("n_tested") or 0
+            d = stats.detectable_tvd(n_tested, dof, a) if dof and n_tested else None
+            fam = {**c, "family_size": n, "alpha_family": a, "detectable_tvd_family": d}
+            out[t][m] = {**fam, "verdict": sequence_verdict(fam)}
+    return out
 
 
 def temperature_rows(t: float, arms: dict[str, Any]) -> list[dict[str, Any]]:

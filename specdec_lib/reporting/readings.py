@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from specdec_lib.analysis.sampling import sequence_family
 from specdec_lib.reporting.format import md_table as markdown_table
 from specdec_lib.results import catalog
 
@@ -294,7 +295,7 @@ def _extra_tables(summary: dict) -> list[str]:
                 })  # fmt: skip
         out.append("First sampled token against the target's exact distribution:\n\n"
                    + md_table(rows))  # fmt: skip
-    if seq := summary.get("sequence_check"):
+    if seq := sequence_family(summary.get("sequence_check") or {}):
         rows = []
         for t, chk in seq.items():
             for m, c in chk.items():
@@ -306,7 +307,8 @@ def _extra_tables(summary: dict) -> list[str]:
                     **{k: fmt(paths.get(k, 0), "n") for k in c.get("needed_paths") or []},
                 })  # fmt: skip
         out.append("Positions 1..m against the target's exact conditionals (tested tokens per "
-                   "verifier path; verdict rule in `analysis.sampling.sequence_verdict`):\n\n"
+                   "verifier path; verdict rule in `analysis.sampling.sequence_verdict`, all "
+                   "checks one Bonferroni family, `sequence_family`):\n\n"
                    + md_table(rows))  # fmt: skip
     return out
 
@@ -390,7 +392,7 @@ def _n_of(row: dict) -> str:
 
 def _shown_sampling(summary: dict) -> list[str]:
     out = []
-    for t, chk in (summary.get("sequence_check") or {}).items():
+    for t, chk in sequence_family(summary.get("sequence_check") or {}).items():
         said = ", ".join(
             f"`{m}` {c.get('verdict')} (p = {fmt(c.get('p_value'))}, "
             f"{fmt(c.get('n_tested'), 'n')} tokens)"

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from specdec_lib.analysis.sampling import family_size, sequence_family
 from specdec_lib.reporting.earlier import earlier_table
 from specdec_lib.reporting.format import as_float, central, ci, ci_pct, finite, num, pct
 from specdec_lib.results.catalog import BASELINE, EXPERIMENTS
@@ -305,7 +306,7 @@ def sequence_table(p: Profile) -> pd.DataFrame | None:
     its verdict, the combined test, what it detects and the tested tokens of each path; None for
     a result written before the check existed."""
     res = p.get("sampling")
-    checks = (res.summary.get("sequence_check") or {}) if res is not None else {}
+    checks = sequence_family((res.summary.get("sequence_check") or {}) if res is not None else {})
     if not checks:
         return None
     seq = res.config.get("sequence") or {}
@@ -335,7 +336,7 @@ def sequence_sentence(p: Profile) -> str:
     res = p.get("sampling")
     if res is None:
         return "The sampling experiment has no result in this profile."
-    checks = res.summary.get("sequence_check") or {}
+    checks = sequence_family(res.summary.get("sequence_check") or {})
     if not checks:
         return (
             "This profile's sampling result predates the check of positions 1..m: it tested the "
@@ -360,8 +361,9 @@ def sequence_sentence(p: Profile) -> str:
         f"The experiment `06_sampling` checks it empirically: {seq.get('n_samples')} decode runs "
         f"of {seq.get('positions')} tokens per method (K = {seq.get('k')}) on a looping prompt, "
         "every token tested against the target's exact conditional given the tokens before it; "
-        "verdicts by the rule fixed before the run (deviates if p < 0.05; consistent if not, "
-        f"with a detectable TVD of at most {seq.get('tvd_target')} and at least "
+        "verdicts by the rule fixed before the run, all temperatures and methods as one family "
+        f"(Bonferroni: deviates if p < 0.05 / {family_size(checks)}; consistent if not, with a "
+        f"detectable TVD at that level of at most {seq.get('tvd_target')} and at least "
         f"{seq.get('min_path')} tested tokens on every path; inconclusive otherwise). "
         + "; ".join(parts)
         + "."

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from specdec_lib.analysis.sampling import temperature_headline, temperature_rows
+from specdec_lib.analysis.sampling import (
+    sequence_family,
+    temperature_headline,
+    temperature_rows,
+)
 from specdec_lib.analysis.summary import summarize
 from specdec_lib.config import SamplingConfig
 from specdec_lib.errors import SpecdecError
@@ -150,7 +154,7 @@ def _sampling(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
     }
     extra = {"distribution.csv": dist_rows}
     if seq_cfg:
-        summary["sequence_check"] = seq_checks
+        summary["sequence_check"] = sequence_family(seq_checks)  # one family: all of them
         extra["sequence.csv"] = seq_rows
     return Run(rows, summary, extra)
 

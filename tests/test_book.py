@@ -668,9 +668,30 @@ def test_figures(synthetic):
         for ax in fig.axes:
             if axes_points(ax):
                 assert ax.get_xlabel() or ax.get_title(), fn.__name__
-    assert report.fig_earlier_study() is not None
+    assert data_points(report.fig_earlier_study()) > 0
     assert report.fig_speedup_vs_context(part) is None
-    assert report.fig_position_acceptance(part) is not None
+
+
+def test_position_acceptance_figure_plots_each_arm_s_stored_rates(synthetic):
+    """Each draft arm's line is its summary's position_acceptance in percent at positions 1..K
+    (the partial profile: single-context runs only). Planted bug it catches (seen failing):
+    positions numbered from 0. It was checked only to be not None."""
+    part = report.load_results("partial", synthetic)
+    fig = report.fig_position_acceptance(part)
+    want = {
+        arm: s["position_acceptance"]
+        for e in ("bigram", "transformer_draft")
+        if part.get(e) is not None
+        for arm, s in part.get(e).arms.items()
+        if arm != "baseline" and s.get("k")
+    }
+    lines = {
+        ln.get_label(): ln for ln in fig.axes[0].get_lines() if not ln.get_label().startswith("_")
+    }
+    assert want and set(lines) == set(want)
+    for arm, rates in want.items():
+        assert list(lines[arm].get_xdata()) == list(range(1, len(rates) + 1)), arm
+        assert list(lines[arm].get_ydata()) == pytest.approx([100 * r for r in rates]), arm
 
 
 def _drawn(fig):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.stats as sps
 
 from specdec_lib.analysis import stats
 from specdec_lib.analysis.sampling import method_check, tvd_between
@@ -33,7 +34,13 @@ def test_detects_unverified_only_when_every_prompt_lies_beyond_the_detectable_tv
     without a value skipped."""
     tests = goodness_fits(400, 3)
     d = method_check(tests, [], drafts=True)["detectable_tvd"]
-    assert d is not None and 0 < d < 1
+    # d is the TVD at which the combined test (1200 samples, the prompts' summed dof) has 80%
+    # power at alpha 0.05: the noncentral chi-square at lambda = 4 n d^2 (stats.detectable_tvd's
+    # bound) rejects with probability 0.8. Planted bug it catches (seen failing): d from one
+    # prompt's 400 samples instead of the pooled 1200 (sqrt(3) too large, power ~0.99).
+    dof = sum(t["dof"] for t in tests)
+    crit = sps.chi2.isf(0.05, dof)
+    assert sps.ncx2.sf(crit, dof, 4 * 1200 * d**2) == pytest.approx(0.8, abs=1e-6)
     assert method_check(tests, [2 * d] * 3, drafts=True)["detects_unverified"] is True
     assert method_check(tests, [3 * d, 3 * d, d / 2], drafts=True)["detects_unverified"] is False
     assert method_check(tests, [2 * d, 2 * d, None], drafts=True)["detects_unverified"] is False

@@ -208,6 +208,45 @@ def test_the_tested_range_is_10_to_100_when_measured(contexts, published, own):
     assert changes.range_for_test(contexts) == own
 
 
+# ------------------------------------------------------------------- tokens_per_call_change (H4)
+
+CALL_ROWS = pd.DataFrame(
+    [
+        ("ngram", 0, 10, 12, 5),
+        ("ngram", 0, 100, 12, 7),
+        ("ngram", 1, 10, 24, 9),
+        ("ngram", 1, 100, 24, 13),
+        ("ngram", 2, 10, 50, 2),  # no context-100 row: not paired, dropped
+        (BASELINE, 0, 10, 12, 13),  # another arm, ignored
+        (BASELINE, 0, 100, 12, 13),
+    ],
+    columns=["method", "prompt", "context", "new_tokens", "target_calls"],
+)
+# Verification calls are target calls minus the prefill; prompt 1 is prompt 0 doubled:
+#   at 10:  (12 + 24) / ((5 - 1) + (9 - 1)) = 36 / 12 = 3 tokens per call
+#   at 100: (12 + 24) / ((7 - 1) + (13 - 1)) = 36 / 18 = 2 tokens per call  -> 2 / 3, [2/3, 2/3]
+# Wrong variants: the prefill counted (36 / 14) / (36 / 20) -> 0.7; inverted 1.5; a difference
+# -1; prompt 2 kept: 86 / 13 at 10.
+
+
+def test_tokens_per_call_change_is_pooled_tokens_per_verification_call_ratio():
+    """H4's quantity. Catches: the prefill counted as a verification call (0.7), the ratio
+    inverted (1.5), a difference instead of a ratio, unpaired prompts or another arm kept."""
+    ch = changes.tokens_per_call_change(CALL_ROWS, "ngram", 10, 100)
+    assert ch["at_c0"] == pytest.approx(3.0) and ch["at_c1"] == pytest.approx(2.0)
+    assert ch["value"] == pytest.approx(2 / 3)
+    assert ch["ci_low"] == pytest.approx(2 / 3) and ch["ci_high"] == pytest.approx(2 / 3)
+    assert ch["n_prompts"] == 2
+
+
+def test_tokens_per_call_change_without_call_counts_is_nan_on_zero_prompts():
+    """Catches: a number (or prompts claimed) from rows that carry no target calls, or for an
+    absent arm."""
+    for rows, arm in ((CALL_ROWS.drop(columns=["target_calls"]), "ngram"), (CALL_ROWS, "self")):
+        ch = changes.tokens_per_call_change(rows, arm, 10, 100)
+        assert math.isnan(ch["value"]) and ch["n_prompts"] == 0
+
+
 # ------------------------------------------------------------------------- prompt_swap_change
 
 # Four prompts, 10 proposed each; acceptance at 10: 0.2, 0.4, 0.6, 0.8; at 100: each + 0.1.

@@ -249,3 +249,38 @@ def test_the_book_and_the_reading_state_the_check_from_the_result(fake_target):
     old = SimpleNamespace(summary={}, config={})
     assert "predates" in sequence_sentence(SimpleNamespace(get=lambda name: old))
     assert sequence_table(SimpleNamespace(get=lambda name: old)) is None
+
+
+def test_the_book_says_when_the_family_rule_changed_a_stored_verdict():
+    """A result decided check by check (no `family_size` stored) is re-decided as a family on
+    read; the sentence says the family rule came after that run and names each verdict it
+    changed. Planted bug: a sentence that says 'fixed before the run' for such a result."""
+    base = {
+        "alpha": 0.05,
+        "dof": 5,
+        "n_tested": 5000,
+        "min_path": 50,
+        "tvd_target": 0.05,
+        "needed_paths": ["target"],
+        "paths_tested": {"target": 5000},
+    }
+    stored = {
+        "1.0": {
+            "baseline": {**base, "p_value": 0.03, "verdict": "deviates"},
+            "ngram": {**base, "p_value": 0.3, "verdict": "consistent"},
+        },
+    }
+    cfg = {
+        "sequence": {"n_samples": 2000, "positions": 3, "k": 2, "tvd_target": 0.05, "min_path": 50}
+    }
+    res = SimpleNamespace(summary={"sequence_check": stored}, config=cfg)
+    text = sequence_sentence(SimpleNamespace(get=lambda name: res))
+    assert "adopted after this run" in text and "fixed before the run" not in text
+    assert "baseline at T = 1.0 (p = 0.030): 'deviates' alone, 'consistent' in the family" in text
+    assert "2 checks, each alone at alpha 0.05" in text and "10%" in text
+    # decided as a family when it ran: the rule came first, and nothing is revised
+    fam = {t: {m: {**c, "family_size": 2} for m, c in chk.items()} for t, chk in stored.items()}
+    fam["1.0"]["baseline"]["verdict"] = "consistent"
+    res2 = SimpleNamespace(summary={"sequence_check": fam}, config=cfg)
+    text2 = sequence_sentence(SimpleNamespace(get=lambda name: res2))
+    assert "fixed before the run" in text2 and "revised" not in text2

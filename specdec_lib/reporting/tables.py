@@ -336,7 +336,8 @@ def sequence_sentence(p: Profile) -> str:
     res = p.get("sampling")
     if res is None:
         return "The sampling experiment has no result in this profile."
-    checks = sequence_family(res.summary.get("sequence_check") or {})
+    stored = res.summary.get("sequence_check") or {}
+    checks = sequence_family(stored)
     if not checks:
         return (
             "This profile's sampling result predates the check of positions 1..m: it tested the "
@@ -361,12 +362,47 @@ def sequence_sentence(p: Profile) -> str:
         f"The experiment `06_sampling` checks it empirically: {seq.get('n_samples')} decode runs "
         f"of {seq.get('positions')} tokens per method (K = {seq.get('k')}) on a looping prompt, "
         "every token tested against the target's exact conditional given the tokens before it; "
-        "verdicts by the rule fixed before the run, all temperatures and methods as one family "
+        f"verdicts by {family_history(stored)}, all temperatures and methods as one family "
         f"(Bonferroni: deviates if p < 0.05 / {family_size(checks)}; consistent if not, with a "
         f"detectable TVD at that level of at most {seq.get('tvd_target')} and at least "
         f"{seq.get('min_path')} tested tokens on every path; inconclusive otherwise). "
-        + "; ".join(parts)
+        + "; ".join(parts).capitalize()[:1]
+        + "; ".join(parts)[1:]
         + "."
+        + revised_verdicts(stored, checks)
+    )
+
+
+def family_history(stored: dict[str, Any]) -> str:
+    """When the family rule was fixed, from the stored checks: a run decided as a family
+    stores each check's `family_size`; an earlier run decided each check alone."""
+    alone = [c for chk in stored.values() for c in chk.values() if isinstance(c, dict)]
+    if alone and all("family_size" in c for c in alone):
+        return "the rule fixed before the run"
+    return (
+        "a rule adopted after this run (the run itself decided each check alone at its own "
+        "alpha, the rule fixed before it), applied when the stored result is read"
+    )
+
+
+def revised_verdicts(stored: dict[str, Any], checks: dict[str, Any]) -> str:
+    """One sentence naming each stored verdict that the family rule changed, or nothing."""
+    changed = [
+        f"{m} at T = {num(as_float(t), 1)} (p = {num(c.get('p_value'), 3)}): "
+        f"'{c.get('verdict')}' alone, '{checks[t][m].get('verdict')}' in the family"
+        for t, chk in stored.items()
+        for m, c in chk.items()
+        if isinstance(c, dict) and c.get("verdict") != checks[t][m].get("verdict")
+    ]
+    if not changed:
+        return ""
+    alphas = [c["alpha"] for chk in stored.values() for c in chk.values() if isinstance(c, dict)]
+    n = family_size(checks)
+    false_alarm = 1 - (1 - max(alphas)) ** n
+    return (
+        f" The rule was revised after the run because {n} checks, each alone at alpha "
+        f"{num(max(alphas), 2)}, call a false deviation somewhere among them with probability "
+        f"{pct(false_alarm, 0)}; the verdicts it changed: " + "; ".join(changed) + "."
     )
 
 

@@ -59,6 +59,7 @@ __all__ = [
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The CLI: print the paradox verdicts of one profile with their text numbers."""
     ap = argparse.ArgumentParser(description="Print the paradox verdicts of one profile.")
     ap.add_argument("--profile", default=book_profile())
     ap.add_argument("--results", type=Path, default=None)

@@ -216,6 +216,7 @@ class Settings:
         quick: bool,
         groups: str | Sequence[str] = GROUP_KINDS,
     ) -> Settings:
+        """The settings of a run from its CLI arguments, checked (a bad one is a SpecdecError)."""
         kinds = parse_groups(groups)
         if n_prompts < 1:
             raise SpecdecError(f"--prompts must be at least 1, got {n_prompts}")
@@ -258,9 +259,11 @@ class BenchSession:
     rows: dict[str, list[dict]] = field(default_factory=dict)
 
     def ours(self, cfg: Config, how: Decoding = GREEDY_DECODING) -> Arm:
+        """An arm of our generator with cfg's drafter and K on this session's target."""
         return _ours(self.loaded, cfg, self.fit_ids, how.control)
 
     def hf(self, mode: str, k: int | None, how: Decoding = GREEDY_DECODING) -> Arm:
+        """An arm of Hugging Face's `generate` in `mode` (K: its draft length) on this target."""
         return _hf(self.loaded, mode, k, control=how.control, sampled=not how.sampling.greedy)
 
     def add(

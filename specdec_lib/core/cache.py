@@ -52,6 +52,7 @@ class GrowingLayer(DynamicLayer):
     `BUCKET`."""
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        """An empty layer on the first update's device (`_grow` allocates the buffer)."""
         self.device = key_states.device
         self._kbuf: torch.Tensor | None = None
         self._vbuf: torch.Tensor | None = None
@@ -75,6 +76,7 @@ class GrowingLayer(DynamicLayer):
     def update(
         self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append the new keys and values in place; return the whole keys and values so far."""
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
         end = self._len + key_states.shape[-2]
@@ -90,9 +92,11 @@ class GrowingLayer(DynamicLayer):
         return self.keys, self.values
 
     def get_seq_length(self) -> int:
+        """Tokens held (0 before the first update)."""
         return self._len if self.is_initialized else 0
 
     def crop(self, tokens_to_remove: int) -> None:
+        """Drop the last -tokens_to_remove tokens by moving the length; the buffer stays."""
         if tokens_to_remove > 0:
             raise ValueError("crop takes a negative count of tokens to remove")
         if tokens_to_remove == 0 or not self.is_initialized:
@@ -102,6 +106,7 @@ class GrowingLayer(DynamicLayer):
         self.values = self._vbuf[..., : self._len, :]
 
     def reset(self) -> None:
+        """Back to uninitialized: the buffers are released."""
         self.keys = self.values = None
         self._kbuf = self._vbuf = None
         self._len = 0
@@ -159,6 +164,7 @@ class CachedLM:
         return self._runner
 
     def reset(self) -> None:
+        """Forget the sequence: no tokens, a fresh empty cache (None without one)."""
         self.tokens = []
         self.cache = GrowingCache() if self.use_cache else None
 

@@ -181,6 +181,7 @@ class PackedLinear(torch.nn.Module):
         self.invariant = pack if invariant is None else invariant
 
     def packed(self) -> torch.Tensor:
+        """The source weight reordered for oneDNN, cached per source until the weight changes."""
         w = self.source.weight
         key = (w.data_ptr(), w._version, tuple(w.shape), w.dtype)
         cached = _PACKED.get(self.source)
@@ -201,6 +202,7 @@ class PackedLinear(torch.nn.Module):
         return torch.nn.functional.linear(x2, w, bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The source layer's output; off the CPU or in another dtype, by the source itself."""
         w = self.source.weight
         if x.device.type != "cpu" or x.dtype != w.dtype:
             return self.source(x)

@@ -34,19 +34,23 @@ class AdaptiveDrafter(Wrapping):
         self.trace: list[int] = []  # the K in force at each proposal of the current sequence
 
     def wrapped(self) -> Drafter:
+        """The inner drafter whose proposals the schedule cuts to K."""
         return self.inner
 
     def begin(self, prompt: list[int]) -> None:
+        """K back to k_start and an empty trace for the new sequence."""
         self.k = self.k_start
         self.trace = []
         super().begin(prompt)
 
     def propose(self, seq, k, sampling, generator) -> Draft:
+        """The inner drafter's proposal of at most the K in force, recorded in `trace`."""
         k_now = min(k, self.k)
         self.trace.append(k_now)
         return self.inner.propose(seq, k_now, sampling, generator)
 
     def observe(self, seq: list[int], n_proposed: int, n_accepted: int) -> None:
+        """K + 1 after a whole draft of K accepted, K - 1 when under half was accepted."""
         if n_proposed:
             if n_accepted == n_proposed and n_proposed >= self.k:
                 self.k = min(self.k + 1, self.k_max)  # the whole draft was taken: try longer
@@ -55,9 +59,11 @@ class AdaptiveDrafter(Wrapping):
         super().observe(seq, n_proposed, n_accepted)
 
     def predictor(self):
+        """The inner drafter's: the schedule changes how many tokens, not which."""
         return self.inner.predictor()
 
     def unwrapped(self) -> Drafter:
+        """The inner drafter's own (its guesses are the ones proposed)."""
         return self.inner.unwrapped()
 
 

@@ -31,14 +31,17 @@ class Wrapping(Drafter):
         """The drafter this one hands proposals to (None: none)."""
 
     def attach(self, target: CachedLM) -> None:
+        """Attach the wrapped drafter to the target too."""
         if (w := self.wrapped()) is not None:
             w.attach(target)
 
     def begin(self, prompt: list[int]) -> None:
+        """Start the wrapped drafter's sequence too."""
         if (w := self.wrapped()) is not None:
             w.begin(prompt)
 
     def observe(self, seq: list[int], n_proposed: int, n_accepted: int) -> None:
+        """Pass the verification's feedback on to the wrapped drafter."""
         if (w := self.wrapped()) is not None:
             w.observe(seq, n_proposed, n_accepted)
 

@@ -61,6 +61,7 @@ class BigramDrafter(Drafter):
         return t if t >= 0 else self.backoff
 
     def propose(self, seq, k, sampling, generator) -> Draft:
+        """k tokens, each the table's guess after the one before (from seq's last)."""
         out: list[int] = []
         last = seq[-1]
         for _ in range(k):
@@ -69,6 +70,7 @@ class BigramDrafter(Drafter):
         return Draft(out)
 
     def predictor(self):
+        """The table's guess after each id."""
         return lambda ids: [self.next_of(t) for t in ids]
 
 

@@ -39,9 +39,11 @@ class LookupDrafter(Wrapping):
         self.fallback, self.k_fallback = fallback, k_fallback
 
     def wrapped(self) -> Drafter | None:
+        """The fallback drafter (None: none)."""
         return self.fallback
 
     def propose(self, seq, k, sampling, generator) -> Draft:
+        """The n-gram lookup's tokens; where it finds none, the fallback's first k_fallback."""
         tokens = self.lookup.lookup(seq, k)
         if tokens or self.fallback is None or self.k_fallback == 0:
             return Draft(tokens)

@@ -83,9 +83,11 @@ class ModelDrafter(Drafter):
         return [t if t < limit else self.stand_in for t in ids]
 
     def begin(self, prompt: list[int]) -> None:
+        """Empty the draft model's cache for the new sequence."""
         self.lm.reset()
 
     def with_cache(self, use_cache: bool) -> ModelDrafter:
+        """A copy whose draft model runs with its KV cache on or off (itself if already so)."""
         if self.lm.use_cache == use_cache:
             return self
         new = copy.copy(self)
@@ -96,6 +98,7 @@ class ModelDrafter(Drafter):
         return choose(logits, sampling, generator, self.token_map, self.full_vocab)
 
     def propose(self, seq, k, sampling, generator) -> Draft:
+        """k tokens decoded by the draft model (greedy or sampled), with their q when sampled."""
         todo = self.lm.sync_to(self.embeddable(seq))
         logits = self.lm.extend(todo, 1)  # [1, V]
         tokens: list[int] = []
@@ -110,6 +113,7 @@ class ModelDrafter(Drafter):
         return Draft(tokens, torch.stack(qs) if qs else None)
 
     def predictor(self):
+        """The draft model's greedy token after each prefix, from one uncached forward."""
         model, vsize, tmap = self.lm.model, self.lm.vocab_size, self.token_map
 
         def predict(ids: list[int]) -> list[int]:

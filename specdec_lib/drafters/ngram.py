@@ -52,6 +52,7 @@ class NgramDrafter(Wrapping):
         self.max_ngram, self.min_ngram, self.fallback = max_ngram, min_ngram, fallback
 
     def wrapped(self) -> Drafter | None:
+        """The fallback drafter (None: none)."""
         return self.fallback
 
     def lookup(self, seq: list[int], k: int) -> list[int]:
@@ -64,6 +65,7 @@ class NgramDrafter(Wrapping):
         return []
 
     def propose(self, seq, k, sampling, generator) -> Draft:
+        """The copied tokens, topped up to k by the fallback (which must be deterministic)."""
         tokens = self.lookup(seq, k)
         if self.fallback is not None and len(tokens) < k:
             extra = self.fallback.propose(seq + tokens, k - len(tokens), sampling, generator)
@@ -75,6 +77,7 @@ class NgramDrafter(Wrapping):
         return Draft(tokens)
 
     def predictor(self):
+        """The first copied token after each prefix (-1: no match); None with a fallback."""
         if self.fallback is not None:
             return None
         return lambda ids: [(self.lookup(ids[: j + 1], 1) or [-1])[0] for j in range(len(ids))]

@@ -52,6 +52,7 @@ class SharedBodyDrafter(Drafter):
         self._heads: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def attach(self, target: CachedLM) -> None:
+        """Keep the target whose body and cache the drafts run on (it needs a KV cache)."""
         if not target.use_cache:
             raise SpecdecError("the shared-body drafter needs the target's KV cache")
         self.target = target
@@ -72,6 +73,7 @@ class SharedBodyDrafter(Drafter):
         return head
 
     def propose(self, seq, k, sampling, generator) -> Draft:
+        """k tokens by the target's body and the pruned head, with their hidden states."""
         t = self.target
         if t is None:
             raise SpecdecError("the shared-body drafter was not attached to a target")

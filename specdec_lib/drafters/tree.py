@@ -96,6 +96,7 @@ class TreeDrafter(Wrapping):
         self.corpus, self.corpus_matches = corpus, corpus_matches
 
     def wrapped(self) -> Drafter | None:
+        """The fallback drafter (None: none)."""
         return self.fallback
 
     @classmethod
@@ -144,6 +145,7 @@ class TreeDrafter(Wrapping):
         return chains
 
     def propose(self, seq, k, sampling, generator) -> Draft:
+        """A tree of the copied and bigram chains (greedy only); no match: the fallback's."""
         if not sampling.greedy:
             raise SpecdecError(GREEDY_ONLY)
         if k < 1:

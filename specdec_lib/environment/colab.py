@@ -54,6 +54,7 @@ LOCK = ROOT / "requirements-colab.txt"  # the versions the first cell installs (
 
 
 def in_colab() -> bool:
+    """Whether this process runs in Google Colab."""
     return "google.colab" in sys.modules
 
 

@@ -134,6 +134,7 @@ def check_timing(device: torch.device, reps: int = 5) -> dict[str, Any]:
 
 
 def check_memory(device: torch.device, before: int) -> dict[str, Any]:
+    """Whether what stays allocated once the drafters are dropped is about the models' weights."""
     if device.type != "cuda":
         return {"ok": None, "note": "CUDA memory statistics only"}
     MODELS.drop_drafters()
@@ -154,6 +155,7 @@ def check_memory(device: torch.device, before: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `gpu-check` CLI: run the checks, write the JSON report; 0: passed or skipped."""
     ap = argparse.ArgumentParser(
         prog="python -m specdec_lib.environment.gpu_check", description=__doc__
     )

@@ -187,6 +187,7 @@ def scrub_file(path: Path) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The CLI: scrub the notebooks in place, or with --check list their problems (1 if any)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("notebooks", nargs="+", type=Path)
     ap.add_argument("--check", action="store_true", help="list problems, change nothing")

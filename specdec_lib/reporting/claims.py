@@ -94,6 +94,7 @@ def bench(p: Profile, file: str = BENCH_FILE) -> dict[str, Any]:
 
 
 def bench_path(p: Profile, file: str = BENCH_FILE) -> Path:
+    """Where a bench file of p lives: results/<profile>/<file>."""
     return Path(p.root) / p.name / file
 
 

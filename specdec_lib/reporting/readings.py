@@ -132,6 +132,7 @@ def table_rows(table: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
 
 
 def arm_rows(arms: dict[str, Any], config_arms: dict[str, str]) -> list[dict[str, str]]:
+    """One table row per arm (speed, acceptance, identity); columns empty in all rows dropped."""
     rows = []
     for m, s in arms.items():
         row = {
@@ -167,6 +168,7 @@ def _sample_size(config: dict) -> str:
 
 
 def what_was_run(summary: dict, config: dict, env: dict) -> str:
+    """The reading's 'What was run' paragraph: experiment, profile, target, n, settings and arms."""
     exp = summary.get("experiment", "?")
     arms = config.get("arms") or {}
     parts = [
@@ -233,6 +235,7 @@ def _headline_table(summary: dict, key: str, cell: str, unit: str) -> list[str]:
 
 
 def headline(summary: dict, config: dict) -> list[str]:
+    """The headline's lines for a result, by experiment (a table per context or K, else per arm)."""
     exp = summary.get("experiment")
     if exp in ("context_sweep", "context_sweep_nocache"):
         return _headline_table(summary, "speedup", "context", "speedup")

@@ -169,6 +169,7 @@ def skipped(reason: str) -> Comparison:
 
 
 def record_path(results_root: Path, profile: str) -> Path:
+    """Where a profile's reproduction record lives: <results_root>/<profile>/reproduce.json."""
     return Path(results_root) / profile / RECORD_FILE
 
 

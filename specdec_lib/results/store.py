@@ -49,6 +49,7 @@ class ResultStore:
     profile: str
 
     def dir(self, experiment: str) -> Path:
+        """The experiment's result directory (it may not exist yet)."""
         return Path(self.root) / self.profile / experiment
 
     def problem(self, experiment: str, *, study: bool = False) -> str | None:
@@ -179,6 +180,7 @@ class Checkpoint:
         return out
 
     def add(self, segment: str, i: int, ids: Sequence[int], rows: list[dict[str, Any]]) -> None:
+        """Append one finished prompt's rows to the file, synced before returning."""
         rec = {"segment": segment, "prompt": i, "ids": self._ids_key(ids), "rows": scrub(rows)}
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(json.dumps(rec, default=_json_default) + "\n")
@@ -186,6 +188,7 @@ class Checkpoint:
             os.fsync(f.fileno())
 
     def remove(self) -> None:
+        """Delete the checkpoint file (once its result is published)."""
         self.path.unlink(missing_ok=True)
 
 
@@ -244,6 +247,7 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def write_rows(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Rows as CSV (None -> empty, secrets scrubbed), written to a temp file and renamed into place."""
     buf = io.StringIO()
     if rows:
         w = csv.DictWriter(buf, fieldnames=list(rows[0].keys()), lineterminator="\n")
@@ -256,6 +260,7 @@ def write_rows(path: Path, rows: Sequence[dict[str, Any]]) -> None:
 
 
 def file_sha256(path: Path) -> str:
+    """The hex SHA-256 of a file's bytes."""
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -284,10 +289,12 @@ class ExperimentResult:
 
     @property
     def name(self) -> str:
+        """The experiment's name: its directory's."""
         return self.path.name
 
     @property
     def arms(self) -> dict[str, Any]:
+        """Arm -> its summary (empty where the experiment has no arms)."""
         return self.summary.get("arms") or {}
 
     def role(self, role: str) -> str | None:
@@ -295,10 +302,12 @@ class ExperimentResult:
         return (self.summary.get("roles") or {}).get(role)
 
     def extra_csv(self, name: str) -> pd.DataFrame | None:
+        """Another CSV of the directory (e.g. the agreement's documents) read like the rows; None if absent."""
         f = self.path / name
         return read_rows(f) if f.is_file() else None
 
     def figures(self) -> list[Path]:
+        """The PNGs in the directory's figures/, sorted."""
         d = self.path / "figures"
         return sorted(d.glob("*.png")) if d.is_dir() else []
 

@@ -64,6 +64,7 @@ def agreement_drafts(S: Study, e: dict[str, Any]) -> dict[str, str]:
 
 
 def agreement_config(S: Study) -> dict[str, Any]:
+    """04's config: contexts, documents per data kind, test range and the drafts compared."""
     e = S.exp("agreement")
     specs = agreement_drafts(S, e)
     ctxs = [int(c) for c in e["contexts"]]

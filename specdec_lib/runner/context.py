@@ -57,6 +57,8 @@ def load_profile(name: str) -> dict[str, Any]:
 
 @dataclass
 class Study:
+    """One study's profile, results directory and notebook overrides: what every runner reads."""
+
     profile: dict[str, Any]
     results_dir: Path
     force: bool = False
@@ -67,10 +69,12 @@ class Study:
 
     @property
     def name(self) -> str:
+        """The profile's name."""
         return str(self.profile["name"])
 
     @property
     def store(self) -> ResultStore:
+        """The result store of this profile under results_dir."""
         return ResultStore(self.results_dir, self.name)
 
     def exp(self, experiment: str) -> dict[str, Any]:
@@ -158,6 +162,7 @@ def arm_name(spec: str) -> str:
 
 
 def roles(S: Study) -> dict[str, str]:
+    """Role (bigram, transformer, ngram, ...) -> the arm name of the profile's draft for it."""
     d = S.profile["drafts"]
     return {role: arm_name(spec) for role, spec in d.items() if isinstance(spec, str)}
 
@@ -286,6 +291,7 @@ def draft_context(S: Study, loaded: LoadedModel, use_cache: bool, k_max: int) ->
 def make_arm(
     S: Study, loaded: LoadedModel, name: str, spec: str, k: int, *, use_cache: bool = True
 ) -> Arm:
+    """An arm of our generator on the loaded target with spec's drafter at K, named `name`."""
     drafter = get_drafter(S, loaded, spec, use_cache=use_cache, k_max=k)
     gen = Generator.from_loaded(
         loaded,

@@ -48,6 +48,7 @@ class Calls:
     tokens: int
 
     def times(self, n: float) -> Calls:
+        """These calls n times over."""
         return Calls(self.low * n, self.high * n, self.tokens)
 
 

@@ -18,6 +18,7 @@ from specdec_lib.runner.prompts import prompts_for
 
 
 def k_sweep_config(S: Study) -> dict[str, Any]:
+    """05's config: the transformer draft at each K and the adaptive schedule's bounds."""
     e = S.exp("k_sweep")
     spec = S.profile["drafts"]["transformer"]
     ks = [int(k) for k in e["ks"]]

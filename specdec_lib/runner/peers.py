@@ -54,6 +54,7 @@ def peers_problem() -> str | None:
 
 
 def our_specs(S: Study) -> dict[str, str]:
+    """Arm name -> spec of our arms in 07: the n-gram and the transformer drafts."""
     d = S.profile["drafts"]
     return {arm_name(d["ngram"]): d["ngram"], arm_name(d["transformer"]): d["transformer"]}
 

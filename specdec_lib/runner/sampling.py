@@ -34,6 +34,7 @@ def sampling_specs(S: Study) -> dict[str, str]:
 
 
 def sampling_config(S: Study) -> dict[str, Any]:
+    """06's config: temperatures, the paired runs and the distribution and sequence checks."""
     e = S.exp("sampling")
     specs = sampling_specs(S)
     dist = e.get("distribution", {}) or {}

@@ -25,6 +25,7 @@ from specdec_lib.runner.prompts import prompts_for
 
 
 def single_config(S: Study, experiment: str, arms: dict[str, str]) -> dict[str, Any]:
+    """The config of a single-context experiment pairing these arms with the baseline."""
     e = S.exp(experiment)
     return {
         **base_config(S, experiment),
@@ -36,14 +37,17 @@ def single_config(S: Study, experiment: str, arms: dict[str, str]) -> dict[str, 
 
 
 def bigram_specs(S: Study) -> dict[str, str]:
+    """Arm name -> spec of 02's one draft, the profile's bigram."""
     return {"bigram": S.profile["drafts"]["bigram"]}
 
 
 def baseline_config(S: Study) -> dict[str, Any]:
+    """01's config: the baseline alone."""
     return single_config(S, "baseline", {})
 
 
 def bigram_config(S: Study) -> dict[str, Any]:
+    """02's config: the bigram drafter beside the baseline."""
     return single_config(S, "bigram", bigram_specs(S))
 
 
@@ -81,6 +85,7 @@ def _baseline(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
 
 
 def run_pair(S: Study, experiment: str, specs: dict[str, str]) -> ExperimentResult:
+    """A single-context experiment: these drafts paired with the baseline on the same prompts."""
     cfg = single_config(S, experiment, specs)
     return execute(S, experiment, cfg, lambda on_row: _pair(S, cfg, specs, on_row))
 

@@ -40,10 +40,12 @@ def arm_names(res: ExperimentResult | None) -> dict[str, str]:
 
 
 def fig_earlier_study() -> Any:
+    """The earlier study's published transformer-draft rows, acceptance and speedup vs context."""
     return context.earlier_study(earlier_recomputed())
 
 
 def fig_acceptance_vs_context(p: Profile) -> Any:
+    """The context sweep's acceptance per drafting arm and context (None: no sweep stored)."""
     sweep = p.get("context_sweep")
     if stored_sweep_table(sweep) is None:
         return None
@@ -51,6 +53,7 @@ def fig_acceptance_vs_context(p: Profile) -> Any:
 
 
 def fig_agreement_vs_context(p: Profile) -> Any:
+    """Agreement vs context beside the fall that the earlier study's acceptance implies."""
     agr = p.get("agreement")
     if agr is None or not any("implied_acceptance" in t for t in agr.summary.get("table") or []):
         return None
@@ -132,6 +135,7 @@ def fig_prompt_confound(p: Profile) -> Any:
 
 
 def fig_measured_vs_predicted(p: Profile) -> Any:
+    """The K sweep's measured speedup per K beside the predictions (None: no K sweep)."""
     res = p.get("k_sweep")
     return arms.measured_vs_predicted(res.summary) if res is not None else None
 
@@ -148,10 +152,12 @@ def _draft_arms(p: Profile) -> dict[str, dict[str, Any]]:
 
 
 def fig_position_acceptance(p: Profile) -> Any:
+    """Acceptance by draft position for the bigram and transformer-draft arms."""
     return arms.position_acceptance(_draft_arms(p))
 
 
 def fig_accepted_histogram(p: Profile) -> Any:
+    """Drafted tokens accepted per verification, for the bigram and transformer-draft arms."""
     return arms.accepted_histogram(_draft_arms(p))
 
 
@@ -166,4 +172,5 @@ def fig_time_split(p: Profile) -> Any:
 
 
 def fig_divergence_margins(p: Profile) -> Any:
+    """The target's top-1 minus top-2 logit where the dtypes' outputs first differ."""
     return arms.divergence_margins(identity_margins(p))

@@ -65,6 +65,7 @@ def legend_outside(ax: Any, axes: Sequence[Any] = (), **kw: Any) -> None:
 
 
 def integer_axis(axis: Any) -> None:
+    """Tick this axis at whole numbers only."""
     from matplotlib.ticker import MaxNLocator
 
     axis.set_major_locator(MaxNLocator(integer=True))

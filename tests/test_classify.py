@@ -3,7 +3,7 @@ its inequalities restated): an interval touching the threshold contains it, so i
 inconclusive; one just past it (the next float) is decided; a point interval is decided unless it
 sits on the threshold; NaN anywhere and a reversed interval are inconclusive. Both sides, at a
 positive and a negative threshold. Uses `classify` directly: no rule's threshold is pinned here.
-Also `Interval.of`'s count and H1's printed rule text (mutants tests/mutation.py found alive).
+Also `Quantity.of`'s count and H1's printed rule text (mutants tests/mutation.py found alive).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 import pytest
 
 from specdec_lib.analysis import rules
-from specdec_lib.analysis.rules import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Interval, classify
+from specdec_lib.analysis.rules import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Quantity, classify
 
 NAN, INF = math.nan, math.inf
 
@@ -64,7 +64,7 @@ def test_classify_boundaries(t, value, lo, hi, side, label):
     """Catches: `>` for `>=` at either end (lo == t or hi == t decided instead of inconclusive),
     the sides swapped, NaN or infinity compared instead of refused, a reversed interval decided
     (`lo > hi` relaxed to `lo >= hi` makes a point interval inconclusive)."""
-    assert classify(Interval(value, lo, hi, 10), t, side) == label
+    assert classify(Quantity(value, lo, hi, 10), t, side) == label
 
 
 def test_the_table_reaches_every_label_on_both_sides():
@@ -94,8 +94,8 @@ def test_the_table_reaches_every_label_on_both_sides():
 def test_interval_of_reads_its_count_or_zero(d, n):
     """Catches: a missing or None count read as 1 (an interval claiming a unit it lacks), the
     n_prompts / n_documents keys ignored."""
-    assert Interval.of(d).n == n
-    assert Interval(1.0, 0.5, 2.0).n == 0
+    assert Quantity.of(d).n == n
+    assert Quantity(1.0, 0.5, 2.0).n == 0
 
 
 def test_the_h1_rule_text_prints_its_threshold_and_margin():

@@ -13,7 +13,7 @@ from specdec_lib.analysis.rules import (
     INCONCLUSIVE,
     NOT_SUPPORTED,
     SUPPORTED,
-    Interval,
+    Quantity,
     classify,
     h1_rule,
     h2_rule,
@@ -22,8 +22,8 @@ from specdec_lib.analysis.rules import (
 )
 
 
-def iv(lo: float, hi: float) -> Interval:
-    return Interval((lo + hi) / 2, lo, hi, 40)
+def iv(lo: float, hi: float) -> Quantity:
+    return Quantity((lo + hi) / 2, lo, hi, 40)
 
 
 CASES = {
@@ -101,12 +101,12 @@ def test_power_by_hand():
     detectable = (1.95996 + 0.84162) x se = 0.042884; inconclusive, |Q - t| = 0.02, so
     n x (0.042884 / 0.02)^2 = 183.9 -> 184 documents would decide it. A decided verdict needs
     none. Planted bugs: se from the half-width without z, n scaling linearly."""
-    p = rules.power(Interval(0.93, 0.90, 0.96, 40), 0.95)
+    p = rules.power(Quantity(0.93, 0.90, 0.96, 40), 0.95)
     assert p.detectable == pytest.approx(0.042884, abs=1e-5)
     assert p.units_to_decide == 184
-    assert rules.power(Interval(0.85, 0.80, 0.90, 40), 0.95).units_to_decide is None
-    assert rules.power(Interval(0.95, 0.90, 1.00, 40), 0.95).units_to_decide is None  # on t
-    assert math.isnan(rules.power(Interval(math.nan, 0.9, 1.0, 40), 0.95).detectable)
+    assert rules.power(Quantity(0.85, 0.80, 0.90, 40), 0.95).units_to_decide is None
+    assert rules.power(Quantity(0.95, 0.90, 1.00, 40), 0.95).units_to_decide is None  # on t
+    assert math.isnan(rules.power(Quantity(math.nan, 0.9, 1.0, 40), 0.95).detectable)
 
 
 @pytest.mark.parametrize("side", ["above", "below"])
@@ -128,20 +128,20 @@ def test_outcomes_partition_random_intervals(side):
 
 def test_missing_or_malformed_numbers_are_inconclusive():
     for q in (
-        Interval(math.nan, math.nan, math.nan),
-        Interval(-0.2, math.nan, -0.1),
-        Interval(0.0, 0.5, 0.1),  # lo > hi
-        Interval.of(None),
-        Interval.of({"value": 2.0}),
+        Quantity(math.nan, math.nan, math.nan),
+        Quantity(-0.2, math.nan, -0.1),
+        Quantity(0.0, 0.5, 0.1),  # lo > hi
+        Quantity.of(None),
+        Quantity.of({"value": 2.0}),
     ):
         for rule in (h1_rule, h3_rule, h4_rule):
             assert rule(q) == INCONCLUSIVE
 
 
 def test_interval_of_reads_result_dicts():
-    q = Interval.of({"value": 1.5, "ci_low": 1.2, "ci_high": 1.9, "n_prompts": 20})
+    q = Quantity.of({"value": 1.5, "ci_low": 1.2, "ci_high": 1.9, "n_prompts": 20})
     assert (q.value, q.lo, q.hi, q.n) == (1.5, 1.2, 1.9, 20)
-    assert Interval.of({"mean": 0.4, "ci_low": 0.3, "ci_high": 0.5}, n=40).n == 40
+    assert Quantity.of({"mean": 0.4, "ci_low": 0.3, "ci_high": 0.5}, n=40).n == 40
 
 
 def test_implied_acceptance_is_the_books_formula():
@@ -165,11 +165,11 @@ def test_power_is_defined_from_two_units():
     """The same interval as `test_power_by_hand` over n = 2 has the same detectable difference
     (0.042884); over n = 1 it has none. Planted bugs (mutation survivors): `q.n < 2` turned into
     `q.n <= 2` or `q.n < 3`, which refuse the power of a two-unit interval."""
-    assert rules.power(Interval(0.93, 0.90, 0.96, 2), 0.95).detectable == pytest.approx(
+    assert rules.power(Quantity(0.93, 0.90, 0.96, 2), 0.95).detectable == pytest.approx(
         0.042884, abs=1e-5
     )
-    assert rules.power(Interval(0.93, 0.90, 0.96, 2), 0.95).units_to_decide == 10  # 9.19 -> 10
-    assert math.isnan(rules.power(Interval(0.93, 0.90, 0.96, 1), 0.95).detectable)
+    assert rules.power(Quantity(0.93, 0.90, 0.96, 2), 0.95).units_to_decide == 10  # 9.19 -> 10
+    assert math.isnan(rules.power(Quantity(0.93, 0.90, 0.96, 1), 0.95).detectable)
 
 
 def test_a_draft_exactly_one_band_from_the_published_level_is_decisive(monkeypatch):

@@ -50,9 +50,11 @@ Side = Literal["above", "below"]
 
 
 @dataclass(frozen=True)
-class Interval:
-    """A point estimate with its 95% interval and the number of units (documents, prompts)
-    it was resampled over."""
+class Quantity:
+    """A rule's measured quantity Q: a point estimate with its 95% interval and the number of
+    units (documents, prompts) it was resampled over, read back from a stored summary (`of`).
+    Not `stats.Interval`, which the bootstrap computes with its method and level: this one is
+    what a rule reads, NaN where the summary lacks a number, and keeps rules free of scipy."""
 
     value: float
     lo: float
@@ -60,7 +62,7 @@ class Interval:
     n: int = 0
 
     @classmethod
-    def of(cls, d: dict | None, n: int | None = None) -> Interval:
+    def of(cls, d: dict | None, n: int | None = None) -> Quantity:
         """From a {value|median|mean, ci_low, ci_high[, n...]} dict; NaN where missing."""
         d = d or {}
         v = d.get("value", d.get("median", d.get("mean")))
@@ -85,7 +87,7 @@ def _float_or_nan(x: object) -> float:
         return math.nan
 
 
-def classify(q: Interval, threshold: float, supported_side: Side) -> str:
+def classify(q: Quantity, threshold: float, supported_side: Side) -> str:
     """The one three-way rule: where `threshold` lies relative to q's interval."""
     if not q.finite or q.lo > q.hi:
         return INCONCLUSIVE
@@ -135,24 +137,24 @@ RULES = {
 }
 
 
-def h1_rule(extra_growth: Interval) -> str:
+def h1_rule(extra_growth: Quantity) -> str:
     """H1's label: supported when the extra growth's interval lies above H1_EXTRA_GROWTH."""
     return classify(extra_growth, H1_EXTRA_GROWTH, "above")
 
 
-def h2_rule(published_one_divisor: bool, baseline_growth: Interval) -> str:
+def h2_rule(published_one_divisor: bool, baseline_growth: Quantity) -> str:
     """H2's label: not supported unless one divisor reproduces every row, then the growth rule."""
     if not published_one_divisor:
         return NOT_SUPPORTED
     return classify(baseline_growth, H2_BASELINE_GROWTH, "above")
 
 
-def h3_rule(tokens_per_call_ratio: Interval) -> str:
+def h3_rule(tokens_per_call_ratio: Quantity) -> str:
     """H3's label: supported when the replayed tokens-per-call ratio lies below MATERIAL_RATIO."""
     return classify(tokens_per_call_ratio, MATERIAL_RATIO, "below")
 
 
-def h4_rule(tokens_per_call_ratio_same_prompts: Interval) -> str:
+def h4_rule(tokens_per_call_ratio_same_prompts: Quantity) -> str:
     """H4's label: supported when the timed same-prompt ratio lies above MATERIAL_RATIO."""
     return classify(tokens_per_call_ratio_same_prompts, MATERIAL_RATIO, "above")
 
@@ -177,7 +179,7 @@ class Power:
     units_to_decide: int | None
 
 
-def power(q: Interval, threshold: float) -> Power:
+def power(q: Quantity, threshold: float) -> Power:
     """Power of a rule's design at n = q.n from q's 95% interval: se = width / (2 z_0.975),
     detectable = (z_0.975 + z_0.8) se; units to decide = n (detectable / |Q - t|)^2."""
     za, zb = POWER_Z

@@ -96,7 +96,7 @@ def h1_recomputation(p: Profile, published: pd.DataFrame | None = None) -> Findi
         "same_config": same,
         "published": published_call_cost(published) if published is not None else {},
     }
-    return Finding("H1", rules.h1_rule(rules.Interval.of(q)), q, (c0, c1), inputs)
+    return Finding("H1", rules.h1_rule(rules.Quantity.of(q)), q, (c0, c1), inputs)
 
 
 def published_arithmetic(published: pd.DataFrame) -> dict[str, Any]:
@@ -130,7 +130,7 @@ def h2_single_baseline(p: Profile, published: pd.DataFrame) -> Finding:
     c1 = 100 if 100 in ctx else max(ctx)
     measurable = ref in ctx and c1 != ref
     g = growth(sweep.rows, BASELINE, ref, c1, per_token=False) if measurable else NAN_INTERVAL
-    label = rules.h2_rule(arithmetic["all_match"], rules.Interval.of(g))
+    label = rules.h2_rule(arithmetic["all_match"], rules.Quantity.of(g))
     return Finding("H2", label, g, (ref, c1), arithmetic)
 
 
@@ -149,7 +149,7 @@ def ladder(res: ExperimentResult) -> list[dict[str, Any]]:
     out = []
     for d, ch in (cont.get("changes") or {}).items():
         kind = kinds.get(d, "")
-        q = rules.Interval.of(ch.get("tokens_per_call"))
+        q = rules.Quantity.of(ch.get("tokens_per_call"))
         testable = kind == SEPARATE or kind.startswith("early exit")
         out.append(
             {
@@ -203,7 +203,7 @@ def h3_divergence(p: Profile) -> Finding:
             ),
         }
     )
-    return Finding("H3", rules.h3_rule(rules.Interval.of(q)), q, (c0, c1), inputs)
+    return Finding("H3", rules.h3_rule(rules.Quantity.of(q)), q, (c0, c1), inputs)
 
 
 def sweep_primary(res: ExperimentResult | None) -> str | None:
@@ -238,7 +238,7 @@ def h4_prompt_confound(p: Profile) -> Finding:
         "swap": prompt_swap_change(sweep.rows, arm, c0, c1),
         "same_documents": same_documents(sweep.rows, arm),
     }
-    return Finding("H4", rules.h4_rule(rules.Interval.of(q)), q, (c0, c1), inputs)
+    return Finding("H4", rules.h4_rule(rules.Quantity.of(q)), q, (c0, c1), inputs)
 
 
 def findings(p: Profile, published: pd.DataFrame) -> list[Finding]:
@@ -251,5 +251,5 @@ def findings(p: Profile, published: pd.DataFrame) -> list[Finding]:
     ]
     for f in out:
         if f.label != rules.NOT_TESTED:
-            f.power = rules.power(rules.Interval.of(f.q), rules.THRESHOLDS[f.key])
+            f.power = rules.power(rules.Quantity.of(f.q), rules.THRESHOLDS[f.key])
     return out

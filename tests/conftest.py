@@ -1,11 +1,11 @@
 """Shared fixtures: tiny random-init Gemma 3 models, a fast fake LM, reference decoders, a
 speculative decode with its stats checked, and the embedded model's WikiText setup.
 
-Nothing here downloads anything. The tiny Gemma models are built from a `Gemma3TextConfig` with a
-sliding window of 4 tokens and a mix of sliding and full attention layers, so that every
-sequence in the tests runs past the window. They use SDPA attention: Gemma's eager attention
-computes its softmax in float32 even for float64 weights, which would make "cached == uncached"
-comparisons in float64 meaningless.
+Nothing here downloads anything. The tiny Gemma models are built from `runner.tiny.text_config`
+(the smoke profiles' config) with a sliding window of 4 tokens and a mix of sliding and full
+attention layers, so that every sequence in the tests runs past the window. They use SDPA
+attention: Gemma's eager attention computes its softmax in float32 even for float64 weights,
+which would make "cached == uncached" comparisons in float64 meaningless.
 
 The fake LM is a fixed random table of logits conditioned on the last one or two tokens; it is
 cheap enough for the tests that need thousands of generations, and its exact next-token
@@ -21,11 +21,12 @@ from typing import NoReturn
 
 import pytest
 import torch
-from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+from transformers import Gemma3ForCausalLM
 
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import Generation, speculative_decode
 from specdec_lib.core.draft import Draft, Drafter
+from specdec_lib.runner.tiny import text_config
 
 # .ci/run sets it: there a missing test dependency (Chromium, the embedded model's package) is a
 # failure, not a skip, so that CI cannot go green without running those tests.
@@ -59,26 +60,8 @@ def tiny_gemma(
 ) -> Gemma3ForCausalLM:
     """A random-init Gemma3ForCausalLM. Untied embeddings and init 0.2 give greedy continuations
     that vary (a tied, near-zero init just repeats the last token forever)."""
-    types = ["sliding_attention", "full_attention", "sliding_attention", "sliding_attention"]
-    cfg = Gemma3TextConfig(
-        vocab_size=vocab,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=n_layers,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        query_pre_attn_scalar=16,
-        sliding_window=window,
-        layer_types=[types[i % len(types)] for i in range(n_layers)],
-        max_position_embeddings=512,
-        initializer_range=0.2,
-        tie_word_embeddings=False,
-        pad_token_id=0,
-        bos_token_id=2,
-        eos_token_id=1,
-        attn_implementation="sdpa",
-    )
+    kinds = ("sliding_attention", "full_attention", "sliding_attention", "sliding_attention")
+    cfg = text_config(vocab, 32, n_layers, 2, window=window, kinds=kinds, max_positions=512)
     torch.manual_seed(seed)
     model = Gemma3ForCausalLM(cfg).to(dtype).eval()
     model.requires_grad_(False)

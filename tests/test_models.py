@@ -14,13 +14,14 @@ from huggingface_hub import errors as hub_errors
 from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import WhitespaceSplit
-from transformers import Gemma3ForCausalLM, Gemma3TextConfig, PreTrainedTokenizerFast
+from transformers import Gemma3ForCausalLM, PreTrainedTokenizerFast
 
 from specdec_lib.errors import SpecdecError
 from specdec_lib.models import LoadedModel, device, embedded, loading, pairing
 from specdec_lib.models.device import resolve_device, resolve_dtype
 from specdec_lib.models.loading import load_model
 from specdec_lib.models.pairing import eos_token_ids, shared_vocab_size
+from specdec_lib.runner.tiny import text_config
 
 SPECIALS = ["<pad>", "<eos>", "<bos>", "<unk>"]  # ids 0..3, as in Gemma
 
@@ -229,18 +230,7 @@ def test_eos_token_ids_merge_generation_config_and_tokenizer(
 
 def save_tiny_model(directory: Path) -> None:
     tokenizer = word_tokenizer(WORDS)
-    config = Gemma3TextConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=8,
-        sliding_window=4,
-        layer_types=["sliding_attention", "full_attention"],
-        max_position_embeddings=64,
-    )
+    config = text_config(len(tokenizer), 16, 2, 2, window=4, max_positions=64)
     torch.manual_seed(0)
     Gemma3ForCausalLM(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)

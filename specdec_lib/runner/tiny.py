@@ -8,6 +8,7 @@ Knows nothing about profiles, experiments or result files: it builds models.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -56,9 +57,22 @@ def tiny_tokenizer(vocab: int = 2048):
     return _TINY_TOKENIZERS[vocab]
 
 
-def text_config(n_ids: int, hidden: int, layers: int, heads: int) -> Gemma3TextConfig:
-    """A few Gemma 3 layers, sliding and full attention alternating, over n_ids ids."""
-    kinds = ["sliding_attention", "full_attention"]
+ALTERNATING = ("sliding_attention", "full_attention")
+
+
+def text_config(
+    n_ids: int,
+    hidden: int,
+    layers: int,
+    heads: int,
+    *,
+    window: int = 32,
+    kinds: Sequence[str] = ALTERNATING,
+    max_positions: int = 4096,
+) -> Gemma3TextConfig:
+    """A few Gemma 3 layers over n_ids ids, their attention kinds cycling through `kinds`
+    (sliding and full alternating): the one tiny Gemma config, of the smoke profiles' models and
+    of the tests' (`tests/conftest.tiny_gemma`, the saved model of `tests/test_models.py`)."""
     return Gemma3TextConfig(
         vocab_size=n_ids,
         hidden_size=hidden,
@@ -68,9 +82,9 @@ def text_config(n_ids: int, hidden: int, layers: int, heads: int) -> Gemma3TextC
         num_key_value_heads=1,
         head_dim=hidden // heads,
         query_pre_attn_scalar=hidden // heads,
-        sliding_window=32,
-        layer_types=[kinds[i % 2] for i in range(layers)],
-        max_position_embeddings=4096,
+        sliding_window=window,
+        layer_types=[kinds[i % len(kinds)] for i in range(layers)],
+        max_position_embeddings=max_positions,
         initializer_range=0.2,  # with untied embeddings: continuations that vary
         tie_word_embeddings=False,
         pad_token_id=0,

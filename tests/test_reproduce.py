@@ -19,6 +19,7 @@ from specdec_lib.results.reproduce import (
     PASSED,
     compare_rows,
     record_path,
+    rows_fingerprint,
     write_record,
 )
 
@@ -128,7 +129,6 @@ def test_the_page_names_what_differed_and_what_was_not_checked(tmp_path):
 
 
 def test_the_page_says_a_check_of_earlier_results_says_nothing_of_these(tmp_path):
-    from specdec_lib.results.reproduce import rows_fingerprint
 
     rows = committed_rows("bigram")
     shutil.copytree(results_root() / PROFILE / "bigram", tmp_path / PROFILE / "bigram")
@@ -276,3 +276,51 @@ def test_the_command_refuses_a_bad_prompt_count_in_one_line(capsys):
     assert main(["reproduce", "--prompts", "0"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--prompts" in err
+
+
+def test_a_profile_from_two_machines_is_checked_experiment_by_experiment(tmp_path):
+    """Results of this machine's kind are compared even where others of the same profile came
+    from another dtype (the embedded sampling result is float32 beside bfloat16 ones). Planted
+    bug: one skip for the whole profile when any result is of another kind."""
+    committed_rows("bigram")
+    committed_rows("baseline")
+    from specdec_lib.models.embedded import embedded_available
+    from specdec_lib.runner.reproduce import capped_study, machine, skip_reason
+
+    for e in ("bigram", "baseline"):
+        shutil.copytree(results_root() / PROFILE / e, tmp_path / PROFILE / e)
+    study = capped_study(PROFILE, str(tmp_path / "out"), 1)
+    mine = machine(study)
+    other = "float16" if mine[1] != "float16" else "float32"
+    for e, dt in (("bigram", other), ("baseline", mine[1])):
+        env = tmp_path / PROFILE / e / "env.json"
+        env.write_text(json.dumps({**json.loads(env.read_text()), "dtype": dt, "device": mine[0]}))
+    committed = load_results(PROFILE, tmp_path)
+    assert skip_reason(study, committed) is not None  # the profile as a whole: two kinds
+    assert other in (skip_reason(study, committed, ["bigram"]) or "")
+    assert skip_reason(study, committed, ["baseline"]) is None or not embedded_available()
+
+
+def test_the_page_says_a_pass_covers_only_what_this_machine_could_compare(tmp_path):
+    """A record with one experiment passed and one skipped passed, for what it compared; the
+    skipped one's reason is in the table, and it is not called changed since (it read no rows).
+    Planted bugs: a skip counted as a failure; a skip's missing fingerprint read as a change."""
+    from specdec_lib.results.reproduce import SKIPPED, skipped
+
+    rows = committed_rows("bigram")
+    committed_rows("sampling")
+    for e in ("bigram", "sampling"):
+        shutil.copytree(results_root() / PROFILE / e, tmp_path / PROFILE / e)
+    checks = {"bigram": skipped("computed in bfloat16"), "sampling": compare_rows(rows, rows)}
+    checks["sampling"].committed_sha256 = rows_fingerprint(
+        load_results(PROFILE, tmp_path).get("sampling")
+    )
+    write_record(record_path(tmp_path, PROFILE), "abc", "today", 1, "here", checks)
+    data = json.loads(record_path(tmp_path, PROFILE).read_text())
+    assert data["passed"] and data["experiments"]["bigram"]["outcome"] == SKIPPED
+    text = record_markdown(load_results(PROFILE, tmp_path))
+    assert "**passed** for every experiment it could compare there" in text
+    assert "computed in bfloat16" in text and "have changed since" not in text
+    write_record(record_path(tmp_path, PROFILE), "abc", "today", 1, "here",
+                 {"bigram": skipped("computed in bfloat16")})  # fmt: skip
+    assert not json.loads(record_path(tmp_path, PROFILE).read_text())["passed"]

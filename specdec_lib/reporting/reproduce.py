@@ -11,6 +11,7 @@ from specdec_lib.results.read import Profile
 from specdec_lib.results.reproduce import (
     DETERMINISTIC,
     PASSED,
+    SKIPPED,
     read_record,
     record_path,
     rows_fingerprint,
@@ -41,13 +42,15 @@ def record_markdown(p: Profile) -> str:
         return NOT_CHECKED.format(name=p.name)
     exps: dict[str, Any] = rec.get("experiments") or {}
     verdict = "passed" if rec.get("passed") else "did not pass"
+    some = any(c.get("outcome") == SKIPPED for c in exps.values())
+    scope = " for every experiment it could compare there (the others skipped, as noted)"
     commit = str(rec.get("commit") or "unknown")[:7]
     head = (
         f"The reproduction check last ran on {rec.get('date', 'an unknown date')} at commit "
         f"`{commit}`"
         + (f" on {rec['machine']}" if rec.get("machine") else "")
         + f", with the first {rec.get('prompts', '?')} prompt(s) of each experiment it checked, "
-        f"and **{verdict}**."
+        f"and **{verdict}**{scope if some else ''}."
     )
     unchecked = [e for e in p.results if e not in exps]
     if unchecked:
@@ -61,11 +64,14 @@ def record_markdown(p: Profile) -> str:
 
 
 def changed_since(p: Profile, exps: dict[str, Any]) -> list[str]:
-    """The checked experiments whose committed per_prompt.csv is not the one the check read."""
+    """The compared experiments whose committed per_prompt.csv is not the one the check read
+    (a skipped one read none)."""
     return [
         e
         for e, c in exps.items()
-        if p.get(e) is not None and c.get("committed_sha256") != rows_fingerprint(p.get(e))
+        if c.get("outcome") != SKIPPED
+        and p.get(e) is not None
+        and c.get("committed_sha256") != rows_fingerprint(p.get(e))
     ]
 
 

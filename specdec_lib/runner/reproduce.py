@@ -31,6 +31,7 @@ from specdec_lib.results import catalog
 from specdec_lib.results.declare import load
 from specdec_lib.results.read import Profile, load_results
 from specdec_lib.results.reproduce import (
+    SKIPPED,
     Comparison,
     compare_rows,
     record_path,
@@ -77,10 +78,16 @@ def _computed_in(env: dict[str, Any]) -> tuple[str, str]:
     return str(env.get("device", "cpu")).split(":")[0], str(env.get("dtype"))
 
 
-def skip_reason(study: Study, committed: Profile) -> str | None:
-    """Why this machine cannot reproduce the committed results (another device type or dtype,
-    or no embedded model), or None."""
-    theirs = {_computed_in(r.env) for r in committed.results.values() if r.env.get("dtype")}
+def skip_reason(
+    study: Study, committed: Profile, experiments: Sequence[str] | None = None
+) -> str | None:
+    """Why this machine cannot reproduce the committed results (all, or those named): another
+    device type or dtype, or no embedded model; None where it can."""
+    theirs = {
+        _computed_in(r.env)
+        for e, r in committed.results.items()
+        if (experiments is None or e in experiments) and r.env.get("dtype")
+    }
     mine = machine(study)
     if theirs and theirs != {mine}:
         said = ", ".join(f"{dt} on a {DEVICE_WORDS.get(d, d)}" for d, dt in sorted(theirs))
@@ -136,15 +143,16 @@ def reproduce(
     os.environ.setdefault("WANDB_MODE", "disabled")  # a check, not a run to track
     with tempfile.TemporaryDirectory(prefix="specdec-reproduce-") as tmp:
         study = capped_study(profile, tmp, prompts)
-        reason = skip_reason(study, committed)
-        if reason is not None:
-            return {e: skipped(reason) for e in names}
+        # each experiment on its own: a profile's results can come from more than one machine
         checks: dict[str, Comparison] = {}
         for e in names:
+            if (reason := skip_reason(study, committed, [e])) is not None:
+                checks[e] = skipped(reason)
+                continue
             new, old = rerun(study, e), committed.results[e]
             checks[e] = compare_rows(new.rows, old.rows)
             checks[e].committed_sha256 = rows_fingerprint(old)
-    if write and checks:
+    if write and any(c.outcome != SKIPPED for c in checks.values()):
         date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         path = record_path(committed.root, profile)
         dev, dt = machine(study)

@@ -27,7 +27,7 @@ from specdec_lib.analysis.summary import ci_dict
 from specdec_lib.analysis.sweep import sweep_summary
 from specdec_lib.environment import colab
 from specdec_lib.environment.hub import download, main
-from specdec_lib.environment.profiles import resolve_profile
+from specdec_lib.environment.profiles import load_profile, resolve_profile
 from specdec_lib.reporting.figures import declared
 from specdec_lib.reporting.readings import display_reading
 from specdec_lib.results import bundle
@@ -39,7 +39,6 @@ from specdec_lib.runner.context import (
     Study,
     arm_name,
     get_drafter,
-    load_profile,
     load_target,
 )
 from specdec_lib.runner.context import (

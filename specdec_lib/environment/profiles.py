@@ -252,7 +252,8 @@ def profile_path(name: str) -> Path:
 
 
 def load_profile(name: str) -> dict[str, Any]:
-    """profiles/<name>.yaml (or a path to a YAML file) as a checked dict."""
+    """profiles/<name>.yaml (or a path to a YAML file) as a dict, checked against the typed
+    schema (a bad value is a one-line SpecdecError, never coerced)."""
     path = profile_path(name)
     if not path.is_file():
         known = sorted(p.stem for p in PROFILES.glob("*.yaml"))

@@ -48,13 +48,6 @@ NO = ("0", "false", "no", "off", "")
 # --------------------------------------------------------------------------- profiles and setup
 
 
-def load_profile(name: str) -> dict[str, Any]:
-    """profiles/<name>.yaml (or a path to a YAML file) as a dict, checked against the typed
-    schema of `specdec_lib.environment.profiles` (a bad value is a one-line SpecdecError, never
-    coerced)."""
-    return profiles.load_profile(name)
-
-
 @dataclass
 class Study:
     """One study's profile, results directory and notebook overrides: what every runner reads."""

@@ -210,4 +210,8 @@ def test_gpu_check_skips_with_one_line_without_cuda(tmp_path, monkeypatch, capsy
     assert printed == [
         "gpu-check: SKIPPED: no CUDA device is visible here (run it on a GPU machine)"
     ]
-    assert json.loads(out.read_text())["status"] == "skipped"
+    report = json.loads(out.read_text())
+    assert report["status"] == "skipped"
+    # without a GPU the report still says what the real pair's weights need, from the configs
+    pair = report["real_pair"]
+    assert (pair["target"]["params"], pair["draft"]["params"]) == (3_880_263_168, 999_885_952)

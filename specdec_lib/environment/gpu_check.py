@@ -10,7 +10,12 @@ What it checks (each a pass/fail line and an entry of the report):
   timed with perf_counter around device_sync is at least 90% of its CUDA-event time.
 - memory: the peak allocated during the experiments and what is left allocated after the models'
   caches are dropped (no cache survives a generation's reset).
-Without a CUDA device it prints one line saying it skipped, writes a report saying so, and exits 0.
+- real_shapes: Gemma 3 4B and 1B built from their configs with random weights (no download), per
+  dtype (bfloat16, float16, float32; one that does not fit or run is skipped with one line): the
+  pair's memory, a decode step and a K + 1 verification of each, and c (`real_shapes`). Random
+  weights say nothing about acceptance: identity and sampling stay on the tiny pair.
+Without a CUDA device it prints one line saying it skipped, writes a report saying so (with the
+real pair's parameter counts and weight bytes, computed from the configs), and exits 0.
 
     python -m specdec_lib.environment.gpu_check [--out results/gpu-check/report.json]
         [--device cuda]
@@ -33,6 +38,7 @@ import torch
 from specdec_lib import ROOT
 from specdec_lib.config import SamplingConfig, SpecConfig
 from specdec_lib.core.decode import device_sync
+from specdec_lib.environment import real_shapes
 from specdec_lib.errors import SpecdecError
 from specdec_lib.runner.agreement import run_agreement
 from specdec_lib.runner.context import MODELS, Study, get_drafter, load_target, setup
@@ -154,6 +160,16 @@ def check_memory(device: torch.device, before: int) -> dict[str, Any]:
     }
 
 
+def _costs_line(r: dict[str, Any]) -> str:
+    """One dtype of the real-shapes check in a line: its target costs and c, or why skipped."""
+    if "skipped" in r:
+        return f"skipped: {r['skipped']}"
+    return (
+        f"decode step {1000 * r['target_step_s']:.1f} ms, K + 1 verification "
+        f"{1000 * r['target_verify_s']:.1f} ms, c = {r['c']:.3f}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """The `gpu-check` CLI: run the checks, write the JSON report; 0: passed or skipped."""
     ap = argparse.ArgumentParser(
@@ -165,7 +181,12 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if args.device == "cuda" and not torch.cuda.is_available():
         print("gpu-check: SKIPPED: no CUDA device is visible here (run it on a GPU machine)")
-        report = {"status": "skipped", "reason": "no CUDA device", "torch": torch.__version__}
+        report = {
+            "status": "skipped",
+            "reason": "no CUDA device",
+            "torch": torch.__version__,
+            "real_pair": real_shapes.real_pair(),  # whether the pair fits a GPU, from the configs
+        }
         args.out.write_text(json.dumps(report, indent=2) + "\n")
         return 0
     device = torch.device(args.device)
@@ -188,6 +209,9 @@ def main(argv: list[str] | None = None) -> int:
                 "timing": check_timing(device),
                 "memory": check_memory(device, before),
             }
+        # after the memory check: it resets the peak statistics for each dtype
+        scale = 1 if device.type == "cuda" else real_shapes.CPU_SCALE
+        checks["real_shapes"] = real_shapes.measure(device, scale=scale)
     except SpecdecError as exc:
         print(f"gpu-check: FAILED: {exc}")
         args.out.write_text(json.dumps({**report, "status": "failed", "error": str(exc)}) + "\n")
@@ -200,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, c in checks.items():
         verdict = {True: "ok", False: "FAILED", None: "n/a"}[c["ok"]]
         print(f"gpu-check {name}: {verdict}")
+    for dtype, r in checks["real_shapes"]["by_dtype"].items():
+        print(f"gpu-check real_shapes {dtype}: {_costs_line(r)}")
     print(f"gpu-check: {report['status']} in {report['wall_s']:.0f} s; report: {args.out}")
     return 1 if failed else 0
 

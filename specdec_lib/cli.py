@@ -55,15 +55,39 @@ def build_parser() -> argparse.ArgumentParser:
     `reproduce` and `import-bundle` commands."""
     parser = _Parser(prog="python -m specdec_lib", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _generate_args(sub.add_parser("generate", help="generate with or without speculation"))
+    _bench_args(
+        sub.add_parser("bench", help="paired benchmark against the baseline and Hugging Face")
+    )
+    c = sub.add_parser("claims", help="every number the book states, with how to recompute it")
+    c.add_argument("--profile", default=None, help="the results' profile (default: the book's)")
+    c.add_argument("--json", action="store_true", help="a JSON list instead of Markdown tables")
+    c.add_argument("--check", action="store_true", help="recompute each claim; 1 if any differs")
 
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--target", required=True, help="embedded, a hub id or a local path")
-        p.add_argument("--dtype", default="auto", choices=DTYPES)
-        p.add_argument("--device", default="auto", choices=DEVICES)
-        p.add_argument("--seed", type=_seed, default=0)
+    r = sub.add_parser("reproduce", help="re-run the first prompts of each committed experiment")
+    r.add_argument("--profile", default="embedded")
+    r.add_argument("--prompts", type=int, default=1, help="prompts per experiment (from the first)")
+    r.add_argument("--experiment", action="append", default=[], help="only this one (repeatable)")
+    r.add_argument("--no-record", action="store_true", help="do not write reproduce.json")
 
-    g = sub.add_parser("generate", help="generate with or without speculation")
-    common(g)
+    i = sub.add_parser("import-bundle", help="check a results zip from Colab and unpack it")
+    i.add_argument("bundle", help="the zip a Colab notebook's last cell wrote")
+    i.add_argument("--profile", default=None, help="the bundle's profile (refused if not)")
+    i.add_argument("--replace", action="store_true", help="overwrite experiments already there")
+    return parser
+
+
+def _model_args(p: argparse.ArgumentParser) -> None:
+    """The target, dtype, device and seed that `generate` and `bench` share."""
+    p.add_argument("--target", required=True, help="embedded, a hub id or a local path")
+    p.add_argument("--dtype", default="auto", choices=DTYPES)
+    p.add_argument("--device", default="auto", choices=DEVICES)
+    p.add_argument("--seed", type=_seed, default=0)
+
+
+def _generate_args(g: argparse.ArgumentParser) -> None:
+    """`generate`'s arguments: the drafter, decoding settings and where the prompts come from."""
+    _model_args(g)
     g.add_argument(
         "--draft",
         default="none",
@@ -98,8 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--prompt-file", type=Path, help="one prompt per line")
     g.add_argument("--json", action="store_true", help="one JSON object per prompt")
 
-    b = sub.add_parser("bench", help="paired benchmark against the baseline and Hugging Face")
-    common(b)
+
+def _bench_args(b: argparse.ArgumentParser) -> None:
+    """`bench`'s arguments: prompts per group, token counts and which groups run."""
+    _model_args(b)
     b.add_argument(
         "--prompts",
         type=int,
@@ -114,23 +140,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated groups to run: long (128 tokens), short (32 tokens), loopfree "
         "(greedy with a repetition penalty and sampling at T = 0.7, each against its HF peers)",
     )
-
-    c = sub.add_parser("claims", help="every number the book states, with how to recompute it")
-    c.add_argument("--profile", default=None, help="the results' profile (default: the book's)")
-    c.add_argument("--json", action="store_true", help="a JSON list instead of Markdown tables")
-    c.add_argument("--check", action="store_true", help="recompute each claim; 1 if any differs")
-
-    r = sub.add_parser("reproduce", help="re-run the first prompts of each committed experiment")
-    r.add_argument("--profile", default="embedded")
-    r.add_argument("--prompts", type=int, default=1, help="prompts per experiment (from the first)")
-    r.add_argument("--experiment", action="append", default=[], help="only this one (repeatable)")
-    r.add_argument("--no-record", action="store_true", help="do not write reproduce.json")
-
-    i = sub.add_parser("import-bundle", help="check a results zip from Colab and unpack it")
-    i.add_argument("bundle", help="the zip a Colab notebook's last cell wrote")
-    i.add_argument("--profile", default=None, help="the bundle's profile (refused if not)")
-    i.add_argument("--replace", action="store_true", help="overwrite experiments already there")
-    return parser
 
 
 @dataclass(frozen=True)

@@ -160,6 +160,29 @@ def _dotless(data: dict[str, Any]) -> dict[str, Any]:
     return {k.replace(".", "_"): v for k, v in data.items()}
 
 
+def _start_mode(timeout: float) -> str:
+    """The mode a run starts in: online with a key and no WANDB_MODE=offline (CI sets it with
+    a fake key) while the server answers within `timeout`, else offline; once the server has
+    been silent, offline for the rest of the process (said once)."""
+    global _WENT_OFFLINE
+    online = os.environ.get("WANDB_API_KEY") and os.environ.get("WANDB_MODE") != "offline"
+    if not online or _WENT_OFFLINE:
+        return "offline"
+    # asked first, outside wandb: an online start that wandb gives up on stays pending in its
+    # service, which then holds the process's exit for tens of seconds
+    silent = _no_answer(timeout)
+    if silent is None:
+        return "online"
+    _WENT_OFFLINE = True
+    os.environ["WANDB_MODE"] = "offline"  # wandb's own service too: it asks no server
+    print(
+        f"W&B: no answer from the server within {timeout:g} s ({silent}); "
+        "logging offline from here on (`wandb sync` uploads later)",
+        file=sys.stderr,
+    )
+    return "offline"
+
+
 class Tracker:
     """A W&B run when wandb is usable, else a no-op. Offline without a key; never prompts."""
 
@@ -181,26 +204,11 @@ class Tracker:
             import wandb
         except ImportError:
             return
-        # online only with a key and no explicit WANDB_MODE=offline (CI sets it with a fake key)
-        online = os.environ.get("WANDB_API_KEY") and os.environ.get("WANDB_MODE") != "offline"
-        mode = "online" if online else "offline"
         os.environ.setdefault("WANDB_SILENT", "true")
         os.environ.setdefault("WANDB_CONSOLE", "off")
-        global _WENT_OFFLINE
-        if _WENT_OFFLINE:  # the server did not answer earlier in this process: do not wait again
-            mode = "offline"
         timeout = float(os.environ.get("WANDB_INIT_TIMEOUT") or INIT_TIMEOUT_S)
-        # asked first, outside wandb: an online start that wandb gives up on stays pending in
-        # its service, which then holds the process's exit for tens of seconds
-        silent = _no_answer(timeout) if mode == "online" else None
-        if silent is not None:
-            _WENT_OFFLINE, mode = True, "offline"
-            os.environ["WANDB_MODE"] = "offline"  # wandb's own service too: it asks no server
-            print(
-                f"W&B: no answer from the server within {timeout:g} s ({silent}); "
-                "logging offline from here on (`wandb sync` uploads later)",
-                file=sys.stderr,
-            )
+        mode = _start_mode(timeout)
+        global _WENT_OFFLINE
 
         def init(mode: str):
             return wandb.init(

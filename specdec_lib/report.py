@@ -30,7 +30,7 @@ from specdec_lib.reporting.format import (admonition, ci, ci_pct, common_markdow
 from specdec_lib.reporting.tables import (
     beside_published, config_table, env_table, headline_table, identity_clause, identity_sentence,
     identity_table, k_sweep_table, peers_table, sampling_table, sequence_sentence, sequence_table,
-    study_table, total_batch_seconds, transformer_note)
+    study_table, total_batch_seconds, transformer_note, batch_time_sentence)
 from specdec_lib.reporting.verdicts import (LABELS, bottom_line, h3_per_draft, key_numbers,
                                             replay_check_sentence, rule_markdown, scope,
                                             t4_beside, verdict_table, verdicts)
@@ -53,7 +53,7 @@ __all__ = [
     "key_numbers", "load_results", "md_table", "missing_note", "new_figure", "num", "pct",
     "peers_table", "profiles_with_results", "rate_from_a", "rule_markdown", "sampling_table",
     "scope", "sequence_sentence", "sequence_table", "show", "split_common", "study_table",
-    "t4_beside", "total_batch_seconds", "transformer_note",
+    "t4_beside", "total_batch_seconds", "transformer_note", "batch_time_sentence",
     "verdict_table", "verdicts", "published_level", "published_ratio",
 ]  # fmt: skip
 

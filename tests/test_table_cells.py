@@ -295,3 +295,30 @@ def test_study_table_from_a_sweep_cells_by_hand():
         ["transformer draft (self)", "3", "20", "85.00%", "5.00 s", "1.60x",
          "1.60x [1.40, 1.80], n=3", "8.00 s"],
     ]  # fmt: skip
+
+
+def test_the_batch_time_says_when_the_results_span_two_machines():
+    """One kind of machine: the summed time is what a forced batch takes there. Two kinds (the
+    embedded sampling result was recomputed alone in float32 on a CPU without native
+    bfloat16): the sentence says the sum is no one machine's batch and names each kind with its
+    experiments and minutes. Planted bug: summing across machines as one batch's time."""
+    from types import SimpleNamespace
+
+    from specdec_lib.reporting.tables import batch_time_sentence
+
+    def res(dtype: str, native: bool, wall: float) -> SimpleNamespace:
+        env = {"device": "cpu", "cpu_model": "AMD EPYC", "bf16_native": native, "dtype": dtype,
+               "wall_s_experiment": wall}  # fmt: skip
+        return SimpleNamespace(env=env)
+
+    one = {"baseline": res("bfloat16", True, 60.0), "bigram": res("bfloat16", True, 120.0)}
+    prof = SimpleNamespace(results=one, get=one.get)
+    text = batch_time_sentence(prof)
+    assert "took 3.0 minutes in all" in text and "on the machine above" in text
+    two = {**one, "sampling": res("float32", False, 360.0)}
+    prof = SimpleNamespace(results=two, get=two.get)
+    text = batch_time_sentence(prof)
+    assert "took 9.0 minutes in all" in text and "on the machine above" not in text
+    assert "2 kinds of machine" in text and "no one machine's batch time" in text
+    assert "`baseline`, `bigram` in bfloat16 (native bfloat16: yes; 3.0 min)" in text
+    assert "`sampling` in float32 (native bfloat16: no; 6.0 min)" in text

@@ -11,8 +11,13 @@
    a private Jupyter kernelspec named `specdec` that runs *this* Python is put first on
    JUPYTER_PATH, so the chapter pages execute with this interpreter on any fresh clone (nothing is
    installed into the environment, and a stale user-level `specdec` kernel cannot shadow it).
-3. Build: `jupyter-book build <workdir> --builder html -W -n --keep-going --all`, output in
-   `<workdir>/_build/html` (or `--path-output`). Exits non-zero when the build fails.
+3. Build: `jupyter-book build <workdir> --builder html -W -n --keep-going --all` into
+   `<out>/_build/.partial` (`<out>` is `--path-output`, default the workdir); once it succeeds,
+   its site replaces `<out>/_build/html`. Exits non-zero when the build fails. A build that
+   fails or is stopped (a stop signal to this process stops jupyter-book and its kernels too)
+   leaves the last whole site as it was, never a mix of two builds; the next build removes what
+   it left. One build at a time per workdir and output (`_build/.book.lock`): a second one
+   waits, saying so, rather than restaging the notebooks under the first.
 
 Refused always (exit 2, one line, before anything is built): a result directory of the profile
 that exists but is damaged (`specdec_lib.results.schema.result_problem`: a file missing, a `{}`
@@ -28,26 +33,32 @@ they never touch the checkout's staging folder).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import shutil
-import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
 import yaml
+from filelock import FileLock, Timeout
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python book/build.py` from anywhere
     sys.path.insert(0, str(ROOT))
 
+from specdec_lib.environment.batch import run_group  # noqa: E402
 from specdec_lib.report import EXPERIMENTS, damaged_results  # noqa: E402
 
 STAGING = Path("book") / "experiments"
 BOOK_SOURCES = ("_config.yml", "_toc.yml", "book")
 KERNEL_NAME = "specdec"
+LOCK_NAME = ".book.lock"  # in <workdir>/_build and <out>/_build: one build at a time
+PARTIAL = ".partial"  # <out>/_build/.partial: jupyter-book's output while it builds
+PREVIOUS = ".previous"  # the last site, for the moment the new one replaces it
 COLAB_BADGE = re.compile(r"\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)\n*")
 
 
@@ -281,6 +292,53 @@ def copy_sources(workdir: Path) -> None:
             shutil.copy2(src, dst)
 
 
+@contextlib.contextmanager
+def book_lock(folders: list[Path]) -> Iterator[None]:
+    """Hold `<folder>/_build/.book.lock` of each folder for the whole build: a second build
+    into the same staging folder or output (two `make evaluate` for different profiles each end
+    with `make book` into the checkout) waits, said once, instead of restaging the notebooks
+    under the first. Taken in sorted order, so two builds never hold one each; an OS lock, so a
+    killed build never leaves it stale."""
+    held: list[FileLock] = []
+    try:
+        for folder in sorted(set(folders)):
+            (folder / "_build").mkdir(parents=True, exist_ok=True)
+            lock = FileLock(str(folder / "_build" / LOCK_NAME))
+            try:
+                lock.acquire(timeout=0)
+            except Timeout:
+                print(
+                    f"book: another book build is using {folder}; waiting for it to finish",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                lock.acquire()
+            held.append(lock)
+        yield
+    finally:
+        for lock in reversed(held):
+            lock.release()
+
+
+def clear_leftovers(build_dir: Path) -> None:
+    """Remove what a stopped build left in build_dir: its partial output and a replaced site."""
+    for name in (PARTIAL, PREVIOUS):
+        shutil.rmtree(build_dir / name, ignore_errors=True)
+
+
+def publish_site(build_dir: Path, builder: str) -> Path:
+    """Move the finished site from <build_dir>/.partial/_build/<builder> to
+    <build_dir>/<builder> in place of the last one; returns it. A build stopped before this
+    leaves the last whole site untouched; stopped between the two renames, it leaves no site,
+    never a mix of two."""
+    site = build_dir / builder
+    if site.exists():
+        site.rename(build_dir / PREVIOUS)
+    (build_dir / PARTIAL / "_build" / builder).rename(site)
+    clear_leftovers(build_dir)
+    return site
+
+
 def build_env(profile: str, results: Path, kernels: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["SPECDEC_BOOK_PROFILE"] = profile
@@ -292,6 +350,56 @@ def build_env(profile: str, results: Path, kernels: Path) -> dict[str, str]:
     env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # the kernel's debugger nags on stderr
     env.setdefault("WANDB_MODE", "disabled")
     return env
+
+
+def build(args: argparse.Namespace, results: Path, workdir: Path, out: Path) -> int:
+    """Stage, build into <out>/_build/.partial, then move the finished site into place (the
+    caller holds the book lock of workdir and out)."""
+    build_dir = out / "_build"
+    clear_leftovers(build_dir)  # of a build that was stopped: never part of a site
+    try:
+        if workdir != ROOT:
+            copy_sources(workdir)
+        status = stage(workdir, args.profile, results, args.strict)
+        if args.strict:
+            check_complete(args.profile, results)
+    except BookError as e:
+        print(f"book: error: {e}", file=sys.stderr)
+        return 2
+    kernels = private_kernelspec(build_dir / ".jupyter")
+    env = build_env(args.profile, results, kernels)
+    staged = sum(v == "notebook" for v in status.values())
+    print(
+        f"book: profile {args.profile}, results {results}: {staged} executed notebooks, "
+        f"{len(status) - staged} placeholders",
+        flush=True,
+    )
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
+        "build",
+        str(workdir),
+        "--path-output",
+        str(build_dir / PARTIAL),
+        "--builder",
+        args.builder,
+        "-W",
+        "-n",
+        "--keep-going",
+        "--all",
+    ]
+    rc = run_group(cmd, cwd=workdir, env=env)  # a stop signal stops jupyter-book and its kernels
+    if rc:
+        print(
+            f"book: jupyter-book build failed (exit {rc}); {build_dir / args.builder} is left as "
+            f"it was, the failed build is in {build_dir / PARTIAL}",
+            file=sys.stderr,
+        )
+        return rc
+    site = publish_site(build_dir, args.builder)
+    print(f"book: {site / 'index.html'}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -311,46 +419,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.strict:
             return 2
     workdir = (args.workdir or ROOT).resolve()
+    out = (args.path_output or workdir).resolve()
     try:
-        check_results(args.profile, results)
-        if workdir != ROOT:
-            copy_sources(workdir)
-        status = stage(workdir, args.profile, results, args.strict)
-        if args.strict:
-            check_complete(args.profile, results)
+        check_results(args.profile, results)  # before the lock: a refusal touches no folder
     except BookError as e:
         print(f"book: error: {e}", file=sys.stderr)
         return 2
-    out = (args.path_output or workdir).resolve()
-    kernels = private_kernelspec(out / "_build" / ".jupyter")
-    env = build_env(args.profile, results, kernels)
-    staged = sum(v == "notebook" for v in status.values())
-    print(
-        f"book: profile {args.profile}, results {results}: {staged} executed notebooks, "
-        f"{len(status) - staged} placeholders",
-        flush=True,
-    )
-    cmd = [
-        sys.executable,
-        "-c",
-        "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
-        "build",
-        str(workdir),
-        "--path-output",
-        str(out),
-        "--builder",
-        args.builder,
-        "-W",
-        "-n",
-        "--keep-going",
-        "--all",
-    ]
-    rc = subprocess.run(cmd, cwd=workdir, env=env).returncode
-    if rc:
-        print(f"book: jupyter-book build failed (exit {rc})", file=sys.stderr)
-        return rc
-    print(f"book: {out / '_build' / args.builder / 'index.html'}")
-    return 0
+    with book_lock([workdir, out]):
+        return build(args, results, workdir, out)
 
 
 if __name__ == "__main__":

@@ -117,11 +117,13 @@ def _signal_all(pgid: int, pids: list[int] | dict[int, str], signum: int) -> Non
             os.kill(pid, signum)
 
 
-def run_group(command: list[str]) -> int:
+def run_group(
+    command: list[str], cwd: Path | None = None, env: dict[str, str] | None = None
+) -> int:
     """COMMAND's exit status, run in a group of its own; a stop signal to this process stops
     the group and everything below the command, and returns once they are gone (128 + the
     signal)."""
-    proc = subprocess.Popen(command, start_new_session=True)
+    proc = subprocess.Popen(command, start_new_session=True, cwd=cwd, env=env)
     stopped: list[int] = []
     tree: dict[int, str] = {}
 

@@ -1,8 +1,9 @@
 """The config hash is complete (issue 25, item 2): every profile key changes the hash of the
 experiments that read it, or is listed here as not changing what is measured, with the reason;
-and the files behind the names (the target's weights, the data file) are fingerprinted in
-env.json, so a stored result whose inputs changed is recomputed, not reused. A checkpoint is
-kept per machine, dtype and inputs, so a resumed run never mixes rows of two machines."""
+and the files behind the names (the target's and the drafts' weights, the data file) are
+fingerprinted in env.json, so a stored result whose inputs changed is recomputed, not reused. A
+checkpoint is kept per machine, dtype and inputs, so a resumed run never mixes rows of two
+machines."""
 
 from __future__ import annotations
 
@@ -283,3 +284,70 @@ def test_a_checkpoint_is_resumed_only_on_the_machine_that_wrote_it(
     result = study.run_bigram(S)
     assert result.env["resumed_prompts"] == 0 and len(calls) == 2 + 2 * 2  # A's prompt redone
     assert not on_a.exists() and not list(partials.glob(".bigram.partial-*"))
+
+
+def distilled_draft(folder: Path, weights: bytes, target: str = "embedded") -> Path:
+    """A folder laid out as `drafters.distilled` saves one: weights, training record, marker."""
+    from specdec_lib.drafters import distilled
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / distilled.WEIGHTS).write_bytes(weights)
+    (folder / distilled.RECORD).write_text(json.dumps({"target": target, "wall_s": 1.0}))
+    (folder / distilled.MARKER).write_text(json.dumps({"format": 1, "layers": [0, 1]}))
+    return folder
+
+
+def test_a_changed_distilled_draft_is_a_changed_input_and_leaves_the_config_hash_alone(
+    tmp_path, monkeypatch, capsys
+):
+    """The distilled draft's folder is named by the target and the recipe, so a draft retrained
+    (other bits on another machine) or replaced in place kept its name and its result was reused
+    silently. Its weights and marker are now in env.json's `inputs`: the cached one found by its
+    training record's target, `distilled:PATH` read from PATH; a changed weights file recomputes
+    the stored result, one line naming it, and the config hash stays. Not trained yet, or several
+    cached for one target: a note, never compared."""
+    from specdec_lib.drafters import distilled
+    from specdec_lib.models import embedded
+    from specdec_lib.results.store import publish
+    from specdec_lib.runner import execute
+
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(embedded, "embedded_cache_dir", lambda: cache / "gemma-3-270m")
+    recipe = distilled.recipe_hash(distilled.DEFAULT)
+    config = {"experiment": "agreement", "target": "embedded", "data_source": "bundled",
+              "arms": {"distilled": "distilled"}}  # fmt: skip
+    label = "draft distilled"
+    assert execute.inputs_now(config)[label] == (
+        "not trained on this machine yet: not fingerprinted"
+    )
+    mine = distilled_draft(cache / f"distilled-aaaa-{recipe}", b"w" * 64)
+    distilled_draft(cache / f"distilled-bbbb-{recipe}", b"o" * 64, target="other/model")
+    distilled_draft(cache / "distilled-aaaa-0123456789", b"r" * 64)  # another recipe
+    first = execute.inputs_now(config)
+    assert set(first[label]) == {distilled.WEIGHTS, distilled.MARKER}  # what loading reads
+
+    S = study.setup("smoke", results_dir=str(tmp_path / "r"))
+    rows = [{"prompt": i, "method": "distilled", "wall_s": 0.1} for i in range(3)]
+    summary = {"experiment": "agreement", "profile": "smoke", "headline": {"x": 1}}
+    publish(S.store, "agreement", config, {"inputs": first}, rows, summary)
+    capsys.readouterr()
+    assert execute.cached(S, "agreement", config) is not None
+    assert "same config and input files" in capsys.readouterr().out
+
+    inputs._MEMO.clear()
+    (mine / distilled.WEIGHTS).write_bytes(b"v" * 64)  # retrained in place: same folder name
+    now = execute.inputs_now(config)
+    assert inputs.changed_input(first, now) == (
+        f"{label}: {distilled.WEIGHTS} changed (another sha256)"
+    )
+    assert execute.cached(S, "agreement", config) is None
+    assert f"{label}: {distilled.WEIGHTS} changed" in capsys.readouterr().out
+    assert (
+        config_hash(config)
+        == json.loads((S.store.dir("agreement") / "config.json").read_text())["config_hash"]
+    )  # the fingerprint lives in env.json, outside the hash
+
+    distilled_draft(cache / f"distilled-cccc-{recipe}", b"x" * 64)  # a second one for embedded
+    assert execute.inputs_now(config)[label].startswith("several cached distilled drafts")
+    by_path = {**config, "arms": {"distilled": f"distilled:{mine}"}}
+    assert set(execute.inputs_now(by_path)[f"draft distilled:{mine}"]) == set(first[label])

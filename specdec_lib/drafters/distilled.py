@@ -348,6 +348,23 @@ def cache_dir(target: LoadedModel, cfg: DistillConfig = DEFAULT) -> Path:
     return embedded_cache_dir().parent / name
 
 
+def cached_for(target_name: str, cfg: DistillConfig = DEFAULT) -> list[Path]:
+    """The complete cached drafts of this recipe whose training record names target_name,
+    found without loading the target (the fingerprint in a folder's name needs its weights):
+    what `results.inputs` fingerprints for a stored result's `distilled`."""
+    from specdec_lib.models.embedded import embedded_cache_dir
+
+    found = []
+    for d in sorted(embedded_cache_dir().parent.glob(f"distilled-*-{recipe_hash(cfg)}")):
+        try:
+            record = json.loads((d / RECORD).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if is_complete(d) and isinstance(record, dict) and record.get("target") == target_name:
+            found.append(d)
+    return found
+
+
 def is_complete(directory: Path) -> bool:
     """Whether directory holds a finished distilled draft (its marker is written last)."""
     return (Path(directory) / MARKER).is_file()

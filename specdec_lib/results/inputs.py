@@ -2,10 +2,11 @@
 
 The config hash (`runner.context.base_config` and the experiments' configs) names what a
 profile asks for; it does not see the files behind the names: the target's weights, a separate
-draft model's weights, the data file. `fingerprint` records them, as sha256 digests, in a new
-result's env.json (`inputs`, outside the hashed config, so a result measured before inputs were
-fingerprinted keeps its hash and is still reused), and `changed_input` says which one differs
-from what a stored result records, so that the batch recomputes it.
+draft model's weights, a distilled draft's weights, the data file. `fingerprint` records them,
+as sha256 digests, in a new result's env.json (`inputs`, outside the hashed config, so a result
+measured before inputs were fingerprinted keeps its hash and is still reused), and
+`changed_input` says which one differs from what a stored result records, so that the batch
+recomputes it.
 
 What is fingerprinted, by the label env.json lists it under:
 - `target NAME` / `draft NAME`: a model folder's `*.safetensors`, `config.json` and tokenizer
@@ -13,13 +14,20 @@ What is fingerprinted, by the label env.json lists it under:
   a model that is not on this machine (a hub model not yet downloaded) is a note, not a digest,
   and is not compared. The tiny random models (`tiny-random`, `model:tiny-random-draft`) are a
   note: they are built from their options, which the config holds (`tiny`, `tiny_draft`).
+- `draft distilled` / `draft distilled:PATH`: the distilled draft's weights and its marker (the
+  layers it copies), the files `drafters.distilled` loads; from PATH, or for the cached draft
+  from the folder the caller's `distilled_folder` finds for the target. Its folder is named by
+  the target's weights and the recipe, so a draft retrained (on another machine, the bits
+  differ) or replaced in place keeps the name: only the digest tells it apart. Not found (not
+  trained yet, or no `distilled_folder`): a note, not compared.
 - `data SOURCE`: the bundled WikiText file's sha256 (also read by a tiny model's tokenizer); the
   hub's copy (`datasets`) is a note: it is named, not fingerprinted.
 
 A digest of a file over `CACHE_ABOVE` bytes is kept beside it (`DIGEST_FILE`, keyed on the
 file's size and mtime), so a reuse reads a few stat() results, not a gigabyte of weights; a
-folder that cannot be written is hashed each time. Torch-free: where a model's folder is comes
-from the caller (`models.loading.model_folder`); knows nothing about loading or measuring.
+folder that cannot be written is hashed each time. Torch-free: where a model's or a distilled
+draft's folder is comes from the caller (`models.loading.model_folder`,
+`runner.execute.distilled_folder`); knows nothing about loading or measuring.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from specdec_lib.data import BUNDLED_PATH
+from specdec_lib.drafters.registry import DISTILLED_MARKER
 
 DIGEST_FILE = ".specdec-sha256.json"
 CACHE_ABOVE = 16 * 2**20  # smaller files are hashed on every call (milliseconds)
@@ -40,6 +49,9 @@ MODEL_FILES += ("tokenizer_config.json",)
 TINY_NOTE = "random init from the profile's tiny options, which the config (and its hash) holds"
 TINY_MODELS = ("tiny-random", "tiny-random-draft")
 HUB_DATA_NOTE = "the hub's WikiText copy, named by the data source, not fingerprinted"
+NOT_HERE = "not on this machine: not fingerprinted"
+DISTILLED = "distilled"  # the drafter spec `distilled[:PATH]`
+DISTILLED_FILES = ("*.safetensors", DISTILLED_MARKER)  # what loading a distilled draft reads
 
 _MEMO: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256, this process
 
@@ -108,14 +120,40 @@ def model_specs(config: dict[str, Any]) -> list[str]:
     return sorted(set(walk(config)))
 
 
+def distilled_specs(config: dict[str, Any]) -> list[str]:
+    """The distilled drafts a config names (`distilled` or `distilled:PATH` as a value anywhere
+    in it), sorted."""
+
+    def walk(o: Any) -> Iterator[str]:
+        if isinstance(o, dict):
+            for v in o.values():
+                yield from walk(v)
+        elif isinstance(o, (list, tuple)):
+            for v in o:
+                yield from walk(v)
+        elif isinstance(o, str) and (o == DISTILLED or o.startswith(f"{DISTILLED}:")):
+            yield o
+
+    return sorted(set(walk(config)))
+
+
+def distilled_files(folder: Path) -> dict[str, str]:
+    """File name -> sha256 of a distilled draft's weights and marker."""
+    names = sorted({p.name for pattern in DISTILLED_FILES for p in folder.glob(pattern)})
+    return {name: sha256_of(folder / name) for name in names if (folder / name).is_file()}
+
+
 def fingerprint(
     config: dict[str, Any],
     model_folder: Callable[[str], Path | None],
     data_read: str | None = None,
+    distilled_folder: Callable[[str, str], Path | str] | None = None,
 ) -> dict[str, Any]:
     """label -> {file: sha256} or a note, for what a run of `config` reads (module docstring).
     `model_folder(name)` is where a model's files are on this machine (None: not here);
-    `data_read` the source a run actually read (`data.Corpus.source`), when known."""
+    `data_read` the source a run actually read (`data.Corpus.source`), when known;
+    `distilled_folder(spec, target)` where a distilled draft's files are, or a note saying why
+    none is (without it, distilled drafts are a note)."""
     out: dict[str, Any] = {}
     target = [("target", str(config["target"]))] if config.get("target") else []
     models = target + [("draft", m) for m in model_specs(config)]
@@ -125,7 +163,11 @@ def fingerprint(
             continue
         folder = model_folder(name)
         files = model_files(folder) if folder is not None and folder.is_dir() else {}
-        out[f"{role} {name}"] = files or "not on this machine: not fingerprinted"
+        out[f"{role} {name}"] = files or NOT_HERE
+    for spec in distilled_specs(config):
+        where = distilled_folder(spec, str(config.get("target"))) if distilled_folder else NOT_HERE
+        found = distilled_files(where) if isinstance(where, Path) and where.is_dir() else {}
+        out[f"draft {spec}"] = found or (where if isinstance(where, str) else NOT_HERE)
     source = str(config.get("data_source", "auto"))
     hub = source == "datasets" or (data_read or "").startswith("datasets:")
     out[f"data {source}"] = HUB_DATA_NOTE if hub else bundled_file()

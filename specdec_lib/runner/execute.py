@@ -107,13 +107,32 @@ def cached(S: Study, experiment: str, config: dict[str, Any]) -> ExperimentResul
 def inputs_now(config: dict[str, Any]) -> dict[str, Any]:
     """The fingerprint of the files a run of `config` reads on this machine now
     (`results.inputs.fingerprint`; the data source as this process read it, where it did)."""
-    return fingerprint(config, model_folder, READ.get(str(config.get("data_source", "auto"))))
+    read = READ.get(str(config.get("data_source", "auto")))
+    return fingerprint(config, model_folder, read, distilled_folder)
+
+
+def distilled_folder(spec: str, target: str) -> Path | str:
+    """Where the distilled draft `spec` (`distilled[:PATH]`) of target is on this machine, or
+    why it cannot be told: not trained yet, or several cached for one target name."""
+    from specdec_lib.drafters import distilled
+
+    if ":" in spec:
+        return Path(spec.split(":", 1)[1]).expanduser()
+    found = distilled.cached_for(target)
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        return "not trained on this machine yet: not fingerprinted"
+    names = ", ".join(d.name for d in found)
+    return f"several cached distilled drafts of {target} ({names}): not fingerprinted"
 
 
 def machine_key(loaded: LoadedModel, inputs: dict[str, Any]) -> str:
     """What names a checkpoint beside the config hash: the machine (the CPU model, or the GPU's
     name), the loaded target's dtype (`auto` resolves per machine) and the input files, so a
-    resumed run never mixes rows measured on two machines, in two dtypes or from two inputs."""
+    resumed run never mixes rows measured on two machines, in two dtypes or from two inputs.
+    The distilled draft is not part of it: trained inside a run, it would change the key
+    between the run and its resume."""
     device = loaded.device
     here = cpu_model() if device.type == "cpu" else torch.cuda.get_device_name(device)
     dtype = str(loaded.dtype).removeprefix("torch.")

@@ -76,3 +76,30 @@ def test_rules_markdown_checks_each_results_rules_against_its_commit(head):
     assert "does not hold" in line["gone"]
     assert "records no rules hash" in line["old"]
     assert md.startswith(provenance.FIRST_ROUND)
+
+
+def test_env_records_which_measuring_files_differ_from_the_commit(tmp_path):
+    """git_commit alone names code that may not be what ran: env.json's `git_modified` lists the
+    files of the measuring code changed or added since that commit ([] when it is the code), and
+    is None outside a git checkout. Other files (a chapter, a test) and ignored ones are not
+    listed."""
+    from specdec_lib.environment.tracking import git_modified
+
+    def run(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    assert git_modified(tmp_path) is None
+    run("init", "-q")
+    (tmp_path / "specdec_lib").mkdir()
+    (tmp_path / "specdec_lib" / "decode.py").write_text("K = 1\n")
+    (tmp_path / "notes.md").write_text("a\n")
+    run("add", ".")
+    run("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "c")
+    assert git_modified(tmp_path) == []
+    (tmp_path / ".gitignore").write_text("*.pyc\n")
+    (tmp_path / "notes.md").write_text("b\n")
+    (tmp_path / "specdec_lib" / "decode.pyc").write_bytes(b"\0")
+    assert git_modified(tmp_path) == []
+    (tmp_path / "specdec_lib" / "decode.py").write_text("K = 2\n")
+    (tmp_path / "specdec_lib" / "new.py").write_text("K = 3\n")
+    assert git_modified(tmp_path) == ["specdec_lib/decode.py", "specdec_lib/new.py"]

@@ -44,6 +44,26 @@ def git_commit(root: Path | None = None) -> str | None:
         return None
 
 
+def git_modified(root: Path | None = None, under: str = "specdec_lib") -> list[str] | None:
+    """The files under `under` (the measuring code) that differ from the checked-out commit,
+    changed or new and not ignored, sorted ([]: the commit is the code that ran), or None outside
+    a git checkout."""
+    root = root or Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all", "--", under],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode:
+        return None
+    return sorted(line[3:] for line in out.stdout.splitlines() if len(line) > 3)
+
+
 def environment(device: str | None = None, dtype: str | None = None) -> dict[str, Any]:
     """Versions, hardware and the commit: written beside every result."""
     import torch
@@ -62,6 +82,7 @@ def environment(device: str | None = None, dtype: str | None = None) -> dict[str
         "device": device,
         "dtype": dtype,
         "git_commit": git_commit(),
+        "git_modified": git_modified(),  # measuring code not in git_commit when it ran
     }
     env.update(precision_facts(device))
     env["numpy"] = _version("numpy")

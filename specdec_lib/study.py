@@ -12,7 +12,9 @@ The notebooks' API (nothing inside specdec_lib imports it): the code lives in
 `specdec_lib.runner` (the context, execution, one module per experiment), the torch-free
 summaries and each experiment's declaration in `specdec_lib.analysis`, and the one list of
 experiments in `specdec_lib.results.catalog`; notebooks, the gpu-check and the tests call
-`study.*`.
+`study.*`. The `run_*` functions are not listed here: each declared experiment's `run`
+(`results.declare.Experiment`) is `study.<its name>` (`run_baseline`, ...), read from the
+catalog when asked for, so a new experiment needs no line in this module.
 `python -m specdec_lib.study download` is `make download` (`environment.hub`).
 """
 
@@ -30,9 +32,9 @@ from specdec_lib.environment.hub import download, main
 from specdec_lib.environment.profiles import load_profile, resolve_profile
 from specdec_lib.reporting.figures import declared
 from specdec_lib.reporting.readings import display_reading
-from specdec_lib.results import bundle
+from specdec_lib.results import bundle, catalog
 from specdec_lib.results.catalog import NOTEBOOKS
-from specdec_lib.runner.agreement import run_agreement
+from specdec_lib.results.declare import load
 from specdec_lib.runner.context import (
     MODELS,
     ROOT,
@@ -44,7 +46,7 @@ from specdec_lib.runner.context import (
 from specdec_lib.runner.context import (
     setup as setup_context,
 )
-from specdec_lib.runner.context_sweep import run_context_sweep, sweep_config
+from specdec_lib.runner.context_sweep import sweep_config
 from specdec_lib.runner.distribution import (
     distribution_checks,
     exact_next_probs,
@@ -52,17 +54,13 @@ from specdec_lib.runner.distribution import (
 )
 from specdec_lib.runner.estimate import print_estimate
 from specdec_lib.runner.execute import rel
-from specdec_lib.runner.k_sweep import run_k_sweep
-from specdec_lib.runner.peers import run_peers
 from specdec_lib.runner.prompts import prompts_for
-from specdec_lib.runner.sampling import run_sampling
-from specdec_lib.runner.single import run_baseline, run_bigram, run_transformer_draft
 from specdec_lib.runner.teacher_forced import draft_kind, teacher_forced_guesses
 from specdec_lib.runner.tiny import tiny_random_model, tiny_tokenizer
 
 EXPERIMENTS = NOTEBOOKS  # notebook -> the result directories it writes (results.catalog)
 
-__all__ = [
+__all__ = [  # + the declared experiments' run_* (declared_runs())
     "CONTROL",
     "EXIT",
     "EXPERIMENTS",
@@ -74,6 +72,7 @@ __all__ = [
     "agreement_summary",
     "arm_name",
     "ci_dict",
+    "declared_runs",
     "display_result",
     "distribution_checks",
     "download",
@@ -87,14 +86,6 @@ __all__ = [
     "prompts_for",
     "rel",
     "resolve_profile",
-    "run_agreement",
-    "run_baseline",
-    "run_bigram",
-    "run_context_sweep",
-    "run_k_sweep",
-    "run_peers",
-    "run_sampling",
-    "run_transformer_draft",
     "setup",
     "sweep_config",
     "sweep_summary",
@@ -131,6 +122,23 @@ def display_result(S: Study, experiment: str) -> None:
     """Show an experiment's reading, table and captioned figures from its stored result files
     (what the book renders; `reporting.readings`)."""
     display_reading(S.store.dir(experiment))
+
+
+def declared_runs() -> dict[str, str]:
+    """Each declared experiment's run function by its name (`run_baseline` ->
+    `specdec_lib.runner.single:run_baseline`), from the declarations in `results.catalog`."""
+    return {e.run.rpartition(":")[2]: e.run for _, e in catalog.declared().values()}
+
+
+def __getattr__(name: str) -> Any:  # study.run_<experiment>: the declaration's run function
+    ref = declared_runs().get(name) if name.startswith("run_") else None
+    if ref is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return load(ref)
+
+
+def __dir__() -> list[str]:  # what a notebook's completion lists: the run_* functions too
+    return sorted({*globals(), *declared_runs()})
 
 
 if __name__ == "__main__":

@@ -382,3 +382,22 @@ def test_every_declaration_runs_through_the_study_api():
         fn = e.call.removeprefix("study.").split("(", 1)[0]
         assert getattr(study, fn) is load(e.run) or name == "context_sweep_nocache", name
         assert callable(load(e.run)) and callable(load(e.config)), name
+
+
+def test_study_run_functions_are_the_declarations_runs_and_listed():
+    """`study.run_*` are derived from the declarations (no list of them in study.py): each is
+    its declaration's `run`, `dir(study)` lists exactly those, and any other name is an
+    AttributeError."""
+    from specdec_lib.results.catalog import EXPERIMENTS
+    from specdec_lib.results.catalog import experiment as declaration
+    from specdec_lib.results.declare import load
+
+    refs = {declaration(name).run for name in EXPERIMENTS}
+    assert set(study.declared_runs().values()) == refs
+    listed = {n for n in dir(study) if n.startswith("run_")}
+    assert listed == set(study.declared_runs()) == {r.rpartition(":")[2] for r in refs}
+    for fn, ref in study.declared_runs().items():
+        assert getattr(study, fn) is load(ref), fn
+    assert not any(n.startswith("run_") for n in vars(study))  # none written out by hand
+    with pytest.raises(AttributeError, match="run_nope"):
+        study.run_nope  # noqa: B018

@@ -1,8 +1,9 @@
 """The recipes in CONTRIBUTING.md, followed step by step with toy material: each says how to add
 one thing and that it takes the files it names, no more. The toy experiment and figure are declared
 here and registered by monkeypatching the one list (`results.catalog.STUDY`): a declared
-experiment reaches the catalog, the readings and the notebook generator; a declared figure is
-drawn into a result directory and captioned."""
+experiment reaches the catalog, the readings, the notebook generator and `study.run_toy` (no line
+in study.py), and runs in a profile that names it not with its declared defaults; a declared
+figure is drawn into a result directory and captioned."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import speculative_decode
 from specdec_lib.drafters import registry
 from specdec_lib.drafters.adaptive import AdaptiveDrafter
+from specdec_lib.environment.profiles import load_profile, validate
 from specdec_lib.errors import SpecdecError
 from specdec_lib.models import LoadedModel
 from specdec_lib.results import catalog
@@ -89,11 +91,12 @@ TOY_CAPTION = "Toy bars: one per arm; look at nothing in particular."
 
 
 def toy_config(S: Any) -> dict[str, Any]:
-    """The toy experiment's config (from the profile alone)."""
-    return {"experiment": "toy", "n_prompts": 1}
+    """The toy experiment's config (from the profile alone: its section, or the declared
+    defaults where the profile has none)."""
+    return {"experiment": "toy", "n_prompts": int(S.exp("toy")["n_prompts"])}
 
 
-def toy_run(S: Any) -> None:
+def run_toy(S: Any) -> None:
     """The toy experiment's run (never called here: it would load a model)."""
     raise AssertionError("not run in the recipe test")
 
@@ -110,9 +113,10 @@ def toy_bars(summary: dict[str, Any], rows: list[dict[str, Any]]) -> Any:
 TOY = Experiment(
     "toy",
     "a toy experiment that the recipes' test declares",
-    run="test_recipes:toy_run",
+    run="test_recipes:run_toy",
     config="test_recipes:toy_config",
     call="study.run_toy(S)",
+    defaults={"n_prompts": 1},  # what a profile without a `toy` section runs it with
 )
 TOY_WITH_FIGURE = Experiment(
     "toy",
@@ -120,6 +124,7 @@ TOY_WITH_FIGURE = Experiment(
     run=TOY.run,
     config=TOY.config,
     call=TOY.call,
+    defaults=TOY.defaults,
     figures=(Figure("toy_bars.png", "test_recipes:toy_bars", TOY_CAPTION),),
 )
 TOY_NOTEBOOK = Notebook("08_toy", "Toy", "A toy notebook. Writes `toy/`.", ("test_recipes:TOY",))
@@ -136,14 +141,27 @@ def _generator() -> Any:
 
 def test_experiment_recipe_toy_reaches_catalog_readings_and_notebooks(monkeypatch):
     """Add an experiment: its declaration plus one entry in the one list is all the catalog,
-    the readings and the notebook generator need."""
+    the study's API, the readings and the notebook generator need; the profiles that name it
+    not run it with its declared defaults."""
+    from specdec_lib import study
     from specdec_lib.reporting import readings
+    from specdec_lib.runner.context import Study
 
     monkeypatch.setattr(catalog, "STUDY", (*catalog.STUDY, TOY_NOTEBOOK))
     assert catalog.NOTEBOOKS["08_toy"] == ("toy",)
     assert catalog.EXPERIMENTS[-1] == "toy"
     assert catalog.notebook_of("toy") == "08_toy"
-    assert load(catalog.experiment("toy").config)(None) == {"experiment": "toy", "n_prompts": 1}
+    assert study.run_toy is run_toy and "run_toy" in dir(study)  # study.py untouched
+
+    # no profile names it: each runs it with the declared defaults; a profile's own section
+    # overrides them key by key, and the defaults pass the profiles' schema
+    config = load(catalog.experiment("toy").config)
+    smoke = load_profile("smoke")
+    assert "toy" not in smoke["experiments"]
+    assert config(Study(smoke, ROOT / "results")) == {"experiment": "toy", "n_prompts": 1}
+    smoke["experiments"]["toy"] = {"n_prompts": 3}
+    assert config(Study(smoke, ROOT / "results")) == {"experiment": "toy", "n_prompts": 3}
+    validate({**smoke, "experiments": {"toy": TOY.defaults}}, "the toy's defaults")
     assert callable(load(catalog.experiment("toy").run))
     assert readings.WHAT["toy"] == TOY.what
     config = {"profile": "p", "target": "t", "n_prompts": 1, "max_new_tokens": 2}
@@ -169,7 +187,7 @@ def test_figure_recipe_toy_is_drawn_into_the_result_directory_and_captioned(
     summary = {"experiment": "toy", "profile": "p"}
     store = ResultStore(tmp_path, "p")
     path = publish(
-        store, "toy", toy_config(None), {"device": "cpu"}, rows, summary,
+        store, "toy", {"experiment": "toy", "n_prompts": 1}, {"device": "cpu"}, rows, summary,
         lambda d: declared.draw("toy", summary, rows, d),
     )  # fmt: skip
     assert (path / "figures" / "toy_bars.png").stat().st_size > 0
@@ -185,3 +203,12 @@ def test_every_declared_figure_names_a_drawing(name):
     assert len(files) == len(set(files)), name
     for f in e.figures:
         assert f.file.endswith(".png") and callable(load(f.draw)) and f.caption, (name, f)
+
+
+@pytest.mark.parametrize("name", [e for e in catalog.EXPERIMENTS])
+def test_every_declared_default_section_fits_the_profile_schema(name):
+    """An experiment's declared defaults (the section of a profile that names it not) are
+    checked as a profile's section is."""
+    defaults = catalog.experiment(name).defaults
+    if defaults is not None:
+        validate({**load_profile("smoke"), "experiments": {name: defaults}}, f"{name}'s defaults")

@@ -1,6 +1,7 @@
 """What declares an experiment: its name, one line for the reading, how it runs and builds its
-config (lazy `module:object` references, so that declaring loads no torch), and its figures (file,
-drawing, caption); and a notebook (name, title, text, the experiments it runs). Stdlib only.
+config (lazy `module:object` references, so that declaring loads no torch), its figures (file,
+drawing, caption) and the profile section it runs with where a profile names none; and a notebook
+(name, title, text, the experiments it runs). Stdlib only.
 
 Knows nothing about any particular experiment (each declares itself in its analysis module) nor
 about the order of the study (`results.catalog` has the one list).
@@ -9,7 +10,7 @@ about the order of the study (`results.catalog` has the one list).
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 BASELINE = "baseline"  # the arm every speedup is paired against (draft "none")
@@ -40,7 +41,10 @@ class Figure:
 class Experiment:
     """One result directory of the study: `run` (lazy reference to run(Study) ->
     ExperimentResult), `config` (lazy reference to config(Study) -> dict), `call` (the notebook
-    cell's call, with `S` the Study), `what` (one line for the reading) and its figures."""
+    cell's call, with `S` the Study), `what` (one line for the reading) and its figures.
+    `defaults`: the profile section (`experiments.<name>`) a profile without that section runs
+    it with; a profile's own section overrides its keys. None: every profile that runs
+    the experiment must name it (a profile without it is refused in one line)."""
 
     name: str
     what: str
@@ -48,6 +52,7 @@ class Experiment:
     config: str
     call: str
     figures: tuple[Figure, ...] = ()
+    defaults: dict[str, Any] | None = field(default=None, hash=False)
 
 
 @dataclass(frozen=True)

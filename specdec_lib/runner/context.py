@@ -11,6 +11,7 @@ Knows nothing about what an experiment measures, how it is summarized or where i
 
 from __future__ import annotations
 
+import copy
 import os
 import weakref
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from specdec_lib.models import LoadedModel
 from specdec_lib.models.device import DTYPES
 from specdec_lib.models.loading import load_model
 from specdec_lib.models.pairing import shared_vocab_size
+from specdec_lib.results import catalog
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.store import ResultStore
 from specdec_lib.runner.tiny import TINY, TINY_DRAFT, tiny_random_model
@@ -70,19 +72,41 @@ class Study:
         """The result store of this profile under results_dir."""
         return ResultStore(self.results_dir, self.name)
 
+    def section(self, experiment: str) -> dict[str, Any] | None:
+        """The profile's section for an experiment over the defaults its declaration gives
+        (`results.declare.Experiment.defaults`), without overrides; None when the profile names
+        no such section and the declaration gives no defaults."""
+        own = self.profile.get("experiments", {}).get(experiment)
+        defaults = declared_defaults(experiment)
+        if defaults is None:
+            return None if own is None else dict(own)
+        return {**copy.deepcopy(defaults), **(own or {})}
+
     def exp(self, experiment: str) -> dict[str, Any]:
-        """The profile's section for an experiment, with the notebook's overrides applied."""
-        known = self.profile.get("experiments", {})
-        if experiment not in known:
+        """The experiment's section (`section`), with the notebook's overrides applied."""
+        sec = self.section(experiment)
+        if sec is None:
+            known = {*self.profile.get("experiments", {}), *catalog_defaults()}
             raise SpecdecError(
                 f"unknown experiment {experiment!r} for profile {self.name!r}; "
                 f"known: {', '.join(sorted(known))}"
             )
-        sec = dict(known[experiment])
         for key, value in self.overrides.items():
             if value not in (None, 0, "") and key in sec:
                 sec[key] = value
         return sec
+
+
+def catalog_defaults() -> dict[str, dict[str, Any]]:
+    """The declared experiments that give a default profile section, with it (`results.catalog`)."""
+    return {
+        name: e.defaults for name, (_, e) in catalog.declared().items() if e.defaults is not None
+    }
+
+
+def declared_defaults(experiment: str) -> dict[str, Any] | None:
+    """The profile section `experiment`'s declaration gives; None if none or undeclared."""
+    return catalog_defaults().get(experiment)
 
 
 def parse_flag(value: Any, what: str) -> bool:

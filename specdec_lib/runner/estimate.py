@@ -243,10 +243,9 @@ def print_estimate(S: Any, experiments: Sequence[str]) -> str | None:
     from specdec_lib.runner.context import load_target
 
     refs = {load(r).name: load(r) for nb in (QUICK, *STUDY) for r in nb.experiments}
-    known = S.profile.get("experiments", {})
     works: dict[str, list[Calls]] = {}
     for name in experiments:
-        if name not in known or name not in refs:
+        if S.section(name) is None or name not in refs:
             continue
         cfg = load(refs[name].config)(S)
         if not S.force and S.store.done(name, cfg, study=True):

@@ -115,6 +115,10 @@ def capped_study(profile: str, results_dir: str, prompts: int) -> Study:
     experiment that reuses another's prompts, as the uncached sweep does, sees the same cap)."""
     study = setup(profile, results_dir=results_dir, force=True)
     sections = study.profile["experiments"]
+    for name in catalog.EXPERIMENTS:  # with its declared defaults, which are capped as well
+        section = study.section(name)
+        if section is not None:
+            sections[name] = section
     for name, section in sections.items():
         if isinstance(section, dict):
             sections[name] = cap_counts(section, prompts)

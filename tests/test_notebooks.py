@@ -56,6 +56,9 @@ def load(results: Path, exp: str):
     return summary, config, env, rows
 
 
+NOTEBOOKS_EXPERIMENTS = [e for exps in NOTEBOOKS.values() for e in exps]
+
+
 def all_arms(summary: dict) -> dict[str, dict]:
     """Every ArmSummary in a summary, whichever cell it sits in."""
     out = dict(summary.get("arms", {}))
@@ -113,18 +116,100 @@ def test_schema_and_values(smoke):
         check_arm(f"sampling/{name}", s, greedy=False)
 
 
+BASE = "baseline"
+CELLS = {"by_context": "context", "by_temperature": "temperature"}  # summary key -> row column
+
+
+def walls(rows: list[dict], method: str, **where) -> list[float]:
+    """One arm's per-prompt seconds from per_prompt.csv rows, in prompt order (rows matching
+    every column = value in `where`)."""
+    mine = [
+        r
+        for r in rows
+        if r["method"] == method and all(str(r[c]) == str(v) for c, v in where.items())
+    ]
+    return [float(r["wall_s"]) for r in sorted(mine, key=lambda r: int(r["prompt"]))]
+
+
+def cells(summary: dict, rows: list[dict]):
+    """(label, arms, the rows they summarize) for every group of arms in a summary: `arms` over
+    all rows, or one cell of `by_context` / `by_temperature` over that cell's rows."""
+    if "arms" in summary:
+        yield "", summary["arms"], rows
+    for key, col in CELLS.items():
+        for cell, v in summary.get(key, {}).items():
+            mine = [r for r in rows if float(r[col]) == float(cell)]
+            yield f"{col} {cell}/", v["arms"], mine
+
+
+def total(rows: list[dict], col: str) -> float:
+    return sum(float(r[col]) for r in rows)
+
+
+def test_speedups_acceptance_and_predictions_match_the_rows(smoke):
+    """Every draft arm's published speedup, acceptance, tokens per call, cost ratio and
+    Leviathan prediction, in every experiment and cell, recomputed by hand from per_prompt.csv:
+    speedup = total baseline seconds / the arm's, acceptance = accepted / proposed, tokens per
+    call = (accepted + calls) / calls, c = (draft seconds per proposed token) / (baseline seconds
+    per token), prediction = tokens per call / (K c + 1) (Leviathan's formula at the i.i.d.
+    acceptance that gives the measured tokens per call). They were only asked to be positive.
+    Planted bug seen failing: the speedup as the mean of per-prompt ratios
+    (`analysis.summary.summarize`; bigram 0.737 published against 0.730 by hand)."""
+    results, _, _ = smoke
+    checked = 0
+    for exp in NOTEBOOKS_EXPERIMENTS:
+        summary, _, _, all_rows = load(results, exp)
+        for label, arms, rows in cells(summary, all_rows):
+            base = [r for r in rows if r["method"] == BASE]
+            for name, s in arms.items():
+                where = (exp, label + name)
+                mine = [r for r in rows if r["method"] == name]
+                assert s["total_wall_s"] == pytest.approx(total(mine, "wall_s")), where
+                if name == BASE or "speedup" not in s:
+                    continue
+                speedup = total(base, "wall_s") / total(mine, "wall_s")
+                assert s["speedup"]["value"] == pytest.approx(speedup), where
+                checked += 1
+                if not (s["k"] and total(mine, "proposed")):
+                    continue
+                acc = total(mine, "accepted") / total(mine, "proposed")
+                assert s["acceptance_rate"]["value"] == pytest.approx(acc), where
+                calls = sum(len(r["accepted_lengths"].split()) for r in mine)
+                per_call = (total(mine, "accepted") + calls) / calls
+                assert s["mean_accepted_length"]["value"] == pytest.approx(per_call), where
+                if "predicted_speedup_leviathan" not in s:
+                    continue
+                step = total(base, "wall_s") / total(base, "new_tokens")
+                c = total(mine, "draft_s") / total(mine, "proposed") / step
+                assert s["cost_ratio"] == pytest.approx(c), where
+                predicted = per_call / (s["k"] * c + 1.0)
+                assert s["predicted_speedup_leviathan"] == pytest.approx(predicted), where
+    assert checked >= 20, checked  # every draft arm of every experiment, not a few
+
+
 def test_context_sweep(smoke):
+    """Both sweeps' tables, with the earlier study's speedup (the reference context's baseline
+    over the arm, prompt by prompt) recomputed by hand from the rows. Planted bug seen failing:
+    the same context's baseline instead of the reference's (`analysis.sweep.sweep_table`)."""
     results, _, _ = smoke
     for exp, cache in (("context_sweep", True), ("context_sweep_nocache", False)):
         summary, config, _, rows = load(results, exp)
         assert summary["use_cache"] is cache
         assert sorted(int(c) for c in summary["by_context"]) == config["contexts"]
         assert len(summary["table"]) == len(config["contexts"]) * len(config["arms"])
-        for t in summary["table"]:
-            assert t["earlier_style_speedup"] > 0
-            assert t["total_wall_s"] > 0
         ref = summary["earlier_style"]["reference_context"]
         assert ref in config["contexts"]
+        ref_wall = walls(rows, BASE, context=ref)
+        for t in summary["table"]:
+            # by hand from the rows: the arm's total, and the earlier study's speedup (the
+            # reference context's baseline over the arm, prompt by prompt, first n prompts)
+            w = walls(rows, t["method"], context=t["context"])
+            n = min(len(w), len(ref_wall))
+            assert t["total_wall_s"] == pytest.approx(sum(w))
+            assert t["baseline_total_wall_s"] == pytest.approx(
+                sum(walls(rows, BASE, context=t["context"]))
+            )
+            assert t["earlier_style_speedup"] == pytest.approx(sum(ref_wall[:n]) / sum(w[:n]))
         # H4: the same documents and anchors at every context
         anchors = {}
         for r in rows:
@@ -172,11 +257,23 @@ def test_cache_off_sweep_runs_on_the_cache_on_prompts(smoke):
 
 
 def test_k_sweep_and_sampling(smoke):
+    """The K sweep's table carries its arms' numbers and the adaptive arm's mean K is recomputed
+    from the rows (planted bug seen failing: calls that drafted nothing counted as K = 0, in
+    `analysis.k_sweep.adaptive_summary`); the sampling run's distribution check."""
     results, _, _ = smoke
-    summary, config, _, _ = load(results, "k_sweep")
+    summary, config, _, rows = load(results, "k_sweep")
     assert [t["k"] for t in summary["table"]] == config["ks"] == list(range(1, 9))
+    arms = summary["arms"]  # each recomputed from the rows in the test above
     for t in summary["table"]:
-        assert t["predicted_speedup_leviathan"] > 0 and t["speedup"] > 0
+        s = arms[t["method"]]
+        assert t["speedup"] == s["speedup"]["value"]
+        assert t["mean_accepted_length"] == s["mean_accepted_length"]["value"]
+        assert t["cost_ratio"] == s["cost_ratio"]
+        assert t["predicted_speedup_leviathan"] == s["predicted_speedup_leviathan"]
+    # the adaptive arm's mean K: its calls that drafted anything, by hand from the rows
+    ks = [int(x) for r in rows if r["method"] == "adaptive" for x in r["proposed_lengths"].split()]
+    drafted = [x for x in ks if x > 0]
+    assert summary["adaptive"]["mean_k_used"] == pytest.approx(sum(drafted) / len(drafted))
     assert 1 <= summary["adaptive"]["mean_k_used"] <= config["adaptive"]["k_max"]
     summary, config, _, _ = load(results, "sampling")
     for chk in summary["distribution_check"].values():

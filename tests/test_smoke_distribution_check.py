@@ -1,36 +1,51 @@
 """Can the smoke sampling run's distribution check fail? tests/test_notebooks.py asks the smoke
-batch's first-token check to pass (p above 0.1%); this runs the same check
-(`runner.distribution.distribution_checks`) on the smoke profile's tiny target with the smoke
-counts (2 prompts x 50 samples, K = 1) on its bigram arm, with the library's verifier and with a
-broken one, and says what that assertion can and cannot see.
+batch's first-token check to pass (p above 0.1%); this runs the same check, on the same seeds
+(`runner.sampling._check`: the baseline, then the self-draft and bigram arms, K = 1), on the smoke
+profile's tiny target with the smoke counts (2 prompts x 200 samples), with the library's verifier
+and with a broken one that accepts every draft, and says what that assertion can and cannot see.
 
-Measured on the smoke target (seeded, so reproducible): the 2048-word distribution is nearly
-flat, so at T = 0.7 the check pools it into 2 bins on one prompt (dof 1, detectable TVD about
-0.2) and at T = 1.0 no token reaches the expected count of a bin of its own (dof 0, p None: the
-smoke assertion cannot fail there). Even a verifier with no rejection test (first token = the
-bigram's point mass) is not rejected at 0.1% with these counts (p about 0.014); with 500 samples a
-prompt it is. The subtle bug that tests/test_verify.py catches, accepting at min(1, 1.25 p / q),
-left the smoke check's p unchanged on the bigram arm (0.46) and at 0.23 on the self-draft arm
-(one run each at T = 0.7): its power there is about its level. The smoke assertion is a
-tripwire for gross errors at larger counts; tests/test_verify.py and tests/test_shared.py are
-what test the verifier.
+Measured on the smoke target (seeded, so reproducible), per count of samples a prompt:
+
+- 50 (the counts before issue 26's finding 9): at T = 0.7 the check pooled the vocabulary into 2
+  bins on one prompt (dof 1) and the verifier with no rejection test passed (bigram arm, p 0.014);
+  at T = 1.0 no token reached an expected count of 5 (dof 0, p None: nothing tested).
+- 200 (now): at T = 0.7 dof 9, and that verifier is rejected on the bigram arm (p 1e-22) and on
+  the self-draft arm (p 8.5e-6; on 8 other seed sets, 6 rejected); the library's verifier passes
+  (p 0.14 / 0.43 / 0.31 for baseline / self / bigram). At T = 1.0 dof 2, and it is not rejected
+  (bigram p 0.0011, self 0.10): the smoke assertion still cannot catch it there.
+- 250 or 300 would test T = 1.0 too (the broken verifier's bigram arm at 300: p 2e-8), but there
+  the library's verifier fails on the bigram arm (p 1.3e-6 and 3e-6): the first 300 seeds of its
+  first prompt draw token 1293 18 times where 6.1 are expected. With 2000 samples the same
+  prompt passes (p 0.86), and of 149 other windows of 300 seeds none gave p below 0.01: a
+  false alarm of those seeds, not of the verifier (of 40 windows starting at round millions one
+  other gave 6.7e-4), but a check that fails on the library's own sampler cannot be the smoke
+  assertion.
+
+Cost (`study.run_sampling` on the smoke profile, one thread, 2 runs each): 50 samples 5.9 s CPU,
+200 samples 9.8 s CPU, so about 4 s more per sampling run; CI computes it about four times
+(tests/test_notebooks.py's batch, tests/test_resume.py's kill, resume and whole run, `make
+evaluate PROFILE=smoke`), under 30 s in all. smoke-pair keeps its own counts (1 x 40 at T = 1.0:
+nothing tested). The subtle bug that tests/test_verify.py catches, accepting at min(1, 1.25 p /
+q), is far below what these counts see (measured at 50 samples: p 0.46 on the bigram arm, 0.23 on
+the self-draft arm): tests/test_verify.py and tests/test_shared.py are what test the verifier.
 """
 
 from __future__ import annotations
 
 import pytest
+import torch
 
 from specdec_lib import study
 from specdec_lib.config import SamplingConfig
 from specdec_lib.core import decode
 from specdec_lib.core.sampling import sample
 from specdec_lib.core.verify import Verdict
+from specdec_lib.runner import sampling
 from specdec_lib.runner.context import Study, build_arms, load_target
-from specdec_lib.runner.distribution import distribution_checks
 from specdec_lib.runner.prompts import prompts_for
-from specdec_lib.runner.sampling import sampling_config
 
 THRESHOLD = 1e-3  # tests/test_notebooks.py: a lossless sampler is not rejected at 0.1%
+SMOKE_COUNTS = (2, 200, 1)  # (prompts, samples a prompt, K): profiles/smoke.yaml
 
 
 def accept_every_draft(draft, q, p, generator):
@@ -40,53 +55,59 @@ def accept_every_draft(draft, q, p, generator):
 
 @pytest.fixture(scope="module")
 def smoke_check(tmp_path_factory):
-    """The smoke profile's sampling check, restricted to its bigram arm: (run, generators,
-    prompts), run(verifier, temperature) -> {method: its check}."""
+    """The smoke profile's sampling check as its run computes it: (config, run), run(verifier,
+    temperature) -> {method: its check, n_samples_per_prompt, n_prompts}."""
     S = Study(study.load_profile("smoke"), tmp_path_factory.mktemp("results"))
-    cfg = sampling_config(S)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(S.profile["threads"])  # as the smoke batch runs (one thread)
+    cfg = sampling.sampling_config(S)
     loaded = load_target(S)
-    base, bigram = build_arms(S, loaded, {"bigram": cfg["arms"]["bigram"]}, cfg["k"])
-    dist = cfg["distribution"]
-    gens = {"baseline": (base.generator, 0), "bigram": (bigram.generator, dist["k"])}
-    prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])[: dist["n_prompts"]]
+    arms = build_arms(S, loaded, sampling.sampling_specs(S), cfg["k"])
+    prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
 
-    def run(verifier, t: float, n_samples: int = dist["n_samples"]) -> dict:
-        mp = pytest.MonkeyPatch()
-        mp.setattr(decode, "speculative_verify", verifier)
-        try:
-            checks, _ = distribution_checks(
-                gens, prompts, SamplingConfig(temperature=t, seed=cfg["seed"]), n_samples, t
+    def run(verifier, t: float) -> dict:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(decode, "speculative_verify", verifier)
+            check, _ = sampling._check(
+                cfg, arms, prompts, SamplingConfig(temperature=t, seed=cfg["seed"]), t
             )
-        finally:
-            mp.undo()
-        return checks
+        return check
 
-    assert (dist["n_prompts"], dist["n_samples"], dist["k"]) == (2, 50, 1)  # the smoke counts
-    return run, gens, prompts
+    try:
+        yield cfg, run
+    finally:
+        torch.set_num_threads(threads)
 
 
-def test_at_the_smoke_counts_even_accepting_every_draft_is_not_rejected(smoke_check):
-    """The limit of the smoke assertion, measured: with 2 x 50 samples at T = 0.7 the library's
-    verifier passes, and so does (p about 0.014, above 0.1%) a verifier with no rejection test,
-    whose first token is the bigram's point mass: the drafted token sits in the pooled bin. At
-    T = 1.0 nothing is tested (dof 0, p None). If this starts failing, the smoke counts gained
-    power: update the docstrings here and in test_notebooks.py."""
-    run, _, _ = smoke_check
+def test_the_smoke_counts_are_the_measured_ones(smoke_check):
+    """The numbers in this module's docstring were measured at these counts."""
+    cfg, _ = smoke_check
+    dist = cfg["distribution"]
+    assert (dist["n_prompts"], dist["n_samples"], dist["k"]) == SMOKE_COUNTS
+    assert cfg["temperatures"] == [0.7, 1.0] and set(dist["arms"]) == {"self", "bigram"}
+
+
+def test_at_t_0_7_the_smoke_check_rejects_a_verifier_with_no_rejection_test(smoke_check):
+    """The smoke assertion can fail: at T = 0.7 the library's verifier passes on every arm and a
+    verifier that accepts every draft is rejected below 0.1% on both draft arms. At the old
+    counts (2 x 50) this failed: that verifier's bigram arm had p 0.014 (seen failing)."""
+    _, run = smoke_check
     good = run(decode.speculative_verify, 0.7)
-    assert good["bigram"]["p_value"] > THRESHOLD and good["baseline"]["p_value"] > THRESHOLD
+    assert all(good[m]["p_value"] > THRESHOLD for m in ("baseline", "self", "bigram")), good
     bad = run(accept_every_draft, 0.7)
-    assert THRESHOLD < bad["bigram"]["p_value"] < 0.05, bad["bigram"]
-    at_1 = run(accept_every_draft, 1.0)
-    assert all(c["p_value"] is None for c in at_1.values() if isinstance(c, dict)), at_1
-
-
-def test_with_ten_times_the_samples_the_same_check_fails_that_verifier(smoke_check):
-    """The assertion can fail: the same check on the same target and prompts with 500 samples a
-    prompt rejects the verifier with no rejection test far below 0.1% (planted bug, seen
-    failing), while the library's verifier and the baseline pass."""
-    run, _, _ = smoke_check
-    bad = run(accept_every_draft, 0.7, 500)
     assert bad["bigram"]["p_value"] < THRESHOLD, bad["bigram"]
-    assert bad["baseline"]["p_value"] > THRESHOLD
-    good = run(decode.speculative_verify, 0.7, 500)
-    assert good["bigram"]["p_value"] > THRESHOLD, good["bigram"]
+    assert bad["self"]["p_value"] < THRESHOLD, bad["self"]
+    assert bad["baseline"]["p_value"] > THRESHOLD  # drafts nothing: the broken verifier unused
+
+
+def test_at_t_1_0_the_smoke_check_tests_little_and_misses_that_verifier(smoke_check):
+    """The limit that remains, measured: at T = 1.0 the check has 2 dof (0 at the old counts)
+    and the library's verifier passes, but the verifier with no rejection test passes too
+    (bigram arm p 0.0011). If this starts failing, the counts or the seeds changed: measure
+    again and update the docstrings."""
+    _, run = smoke_check
+    good = run(decode.speculative_verify, 1.0)
+    assert all(good[m]["p_value"] > THRESHOLD for m in ("baseline", "self", "bigram")), good
+    assert all(good[m]["dof"] >= 1 for m in ("baseline", "self", "bigram")), good
+    bad = run(accept_every_draft, 1.0)
+    assert bad["bigram"]["p_value"] > THRESHOLD and bad["self"]["p_value"] > THRESHOLD, bad

@@ -16,7 +16,7 @@ from conftest import FAKE_VOCAB, FakeLM, next_logits
 from scipy.stats import chisquare
 
 from specdec_lib.config import SamplingConfig
-from specdec_lib.core import decode
+from specdec_lib.core import decode, verify
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import speculative_decode
 from specdec_lib.core.sampling import logits_to_probs, make_generator, sample, uniform
@@ -61,6 +61,15 @@ def test_pad_vocab_gives_unreachable_ids_zero_draft_probability():
         pad_vocab(q, 1)
 
 
+def test_pad_vocab_error_names_the_draft_and_target_vocabularies():
+    """The one-line error gives the draft's vocabulary (q's last axis) and the target's.
+    Catches: the message reading q's row count, q.shape[-2] (3 here), as the draft's width."""
+    with pytest.raises(
+        ValueError, match=r"draft vocabulary \(5\) is wider than the target's \(4\)"
+    ):
+        pad_vocab(torch.full((3, 5), 0.2), 4)
+
+
 def test_residual_is_the_positive_part_of_p_minus_q():
     p = torch.tensor([0.5, 0.2, 0.3, 0.0])
     q = torch.tensor([0.1, 0.6, 0.1, 0.2])
@@ -94,6 +103,16 @@ def gof_pvalue(counts: np.ndarray, probs) -> float:
 
 def run_verify(draft, q, p, seeds):
     return [speculative_verify(draft, q, p, make_generator(s)) for s in seeds]
+
+
+@pytest.mark.parametrize("q", [Q[None], None], ids=["sampled", "point_mass"])
+def test_a_token_the_target_never_gives_is_rejected_even_at_u_zero(monkeypatch, q):
+    """Accept iff u < p(x) / q(x): at p(x) = 0 the draft token is rejected for every u in
+    [0, 1), u = 0 included. Catches: the rejection test `u * q >= p` written `u * q > p`, which
+    accepts the token when u = 0 (emitting a token the target gives probability 0)."""
+    monkeypatch.setattr(verify, "uniform", lambda n, g: torch.zeros(n, dtype=torch.float64))
+    v = speculative_verify([4], q, torch.stack([P, P]), make_generator(0))
+    assert v.n_accepted == 0 and v.next_token != 4
 
 
 @pytest.mark.parametrize("x", range(5))

@@ -15,6 +15,7 @@ distribution is known, so continuation distributions can be enumerated.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import NoReturn
@@ -250,8 +251,16 @@ def speculate(
     """speculative_decode of n tokens on target (a model: in a fresh CachedLM) with every
     GenStats invariant checked, its target calls against the forwards really made."""
     lm = target if isinstance(target, CachedLM) else CachedLM(target)
+    start = time.perf_counter()
     gen = speculative_decode(lm, drafter, prompt, k=k, max_new_tokens=n, **kw)
+    elapsed = time.perf_counter() - start
     check_stats(gen, k=k, prompt_len=len(prompt), model_calls=lm.calls)
+    # the timed parts are disjoint spans of the call (1 ns of slack for float rounding); catches
+    # a span's end and start added, or subtracted from its total, found by make mutation
+    s = gen.stats
+    assert min(s.prefill_s, s.draft_s, s.verify_s) >= 0.0
+    assert s.prefill_s + s.draft_s + s.verify_s <= s.wall_s + 1e-9
+    assert s.wall_s <= elapsed + 1e-9
     return gen
 
 

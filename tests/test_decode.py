@@ -20,7 +20,13 @@ from conftest import (
 
 from specdec_lib.config import SamplingConfig
 from specdec_lib.core.cache import CachedLM
-from specdec_lib.core.decode import GenStats, autoregressive_decode, speculative_decode, verify_step
+from specdec_lib.core.decode import (
+    GenStats,
+    autoregressive_decode,
+    clip_draft,
+    speculative_decode,
+    verify_step,
+)
 from specdec_lib.core.draft import Draft, Drafter, NoDrafter
 from specdec_lib.core.sampling import make_generator
 from specdec_lib.drafters.adaptive import AdaptiveDrafter
@@ -307,6 +313,37 @@ def test_stats_are_consistent_across_drafters_and_prompts(target64, draft64, fit
         )
         stop = min(gen.tokens.index(t) for t in eos) + 1
         assert cut.tokens == gen.tokens[:stop] and cut.stats.stopped_by == "eos"
+
+
+def test_clip_draft_cuts_a_tree_to_depth_k_and_keeps_a_short_one():
+    """Tokens 5 -> 6 -> 7 and a second root 8: depth 3. Clipped to 2 the leaf 7 goes, parents
+    renumbered; clipped to 3 the same draft comes back. Catches: the clipped tree discarded and
+    the deep draft returned (the test `len(t.tokens) == len(draft.tokens)` inverted)."""
+    tree = Draft([5, 6, 7, 8], parents=[-1, 0, 1, -1])
+    cut = clip_draft(tree, 2)
+    assert (cut.tokens, cut.parents, cut.depth) == ([5, 6, 8], [-1, 0, -1], 2)
+    assert clip_draft(tree, 3) is tree
+
+
+def test_clip_draft_cuts_a_chain_with_its_q_rows_and_one_more_hidden_state():
+    """Four tokens with 4 rows of q and 5 hidden states (seq[-1]'s and each token's), cut to 2:
+    2 tokens, 2 rows of q, 3 hidden states (the target's head scores k + 1 positions).
+    Catches: the hidden states cut to k - 1 or k + 2 rows."""
+    q = torch.rand(4, VOCAB)
+    hidden = torch.rand(5, 8)
+    cut = clip_draft(Draft([1, 2, 3, 4], q, hidden), 2)
+    assert cut.tokens == [1, 2] and torch.equal(cut.q, q[:2])
+    assert torch.equal(cut.target_hidden, hidden[:3])
+
+
+def test_new_stats_count_nothing():
+    """A generation's stats start from zero, and with no call k is 0: no position, one empty
+    histogram bin. Catches: a count starting at 1 (new tokens, target or draft calls, proposed,
+    accepted), summary's default k of 1 (a position reported for no call)."""
+    s = GenStats()
+    assert (s.new_tokens, s.target_calls, s.draft_calls, s.proposed, s.accepted) == (0,) * 5
+    summary = s.summary()
+    assert summary["position_acceptance"] == [] and summary["accepted_histogram"] == [0]
 
 
 def test_stats_position_acceptance_on_known_lengths():

@@ -102,6 +102,8 @@ test: setup
 
 # Each module against the fast tests that cover it (not the statistical or real-model ones);
 # --noconftest where the tests need no fixture (no torch import: seconds a mutant, not tens).
+# Each mutant runs only the tests that reached its line; a survivor not explained in
+# tests/mutation_survivors.md fails the target (make -k mutation runs every module anyway).
 MUTATE := $(PY) tests/mutation.py
 MUTATION_STATS_TESTS ?= tests/test_stats_by_hand.py tests/test_metrics.py tests/test_labels.py \
   tests/test_changes.py -x -q --noconftest

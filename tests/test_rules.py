@@ -188,9 +188,6 @@ def test_implied_acceptance_defaults_to_k_4():
     assert rules.implied_acceptance(0.5) == 0.234375
 
 
-# `make mutation` on rules.py leaves three mutants alive, each equivalent (no input tells it
-# apart): the H1 text's margin `100 * (H1_EXTRA_GROWTH - 1)` -> `101 * ...` prints "10%" either
-# way at 1.10 (10.1 rounds to 10); the bisection in `agreement_for_acceptance` with 61 steps
-# instead of 60, or `<=` instead of `<`, converges to the same float (after 60 halvings of [0, 1]
-# the bracket is narrower than a float's spacing there, and equality moves only which side of one
-# point the bracket keeps).
+# `make mutation` on rules.py leaves three mutants alive, each equivalent:
+# tests/mutation_survivors.md says why (the H1 text's rounded margin, the bisection's step count
+# and its tie).

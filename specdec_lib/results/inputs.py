@@ -104,37 +104,27 @@ def model_files(folder: Path) -> dict[str, str]:
     return {name: sha256_of(folder / name) for name in names if (folder / name).is_file()}
 
 
+def _strings(o: Any) -> Iterator[str]:
+    """Every string value anywhere in a config (dicts and lists walked)."""
+    if isinstance(o, dict):
+        for v in o.values():
+            yield from _strings(v)
+    elif isinstance(o, (list, tuple)):
+        for v in o:
+            yield from _strings(v)
+    elif isinstance(o, str):
+        yield o
+
+
 def model_specs(config: dict[str, Any]) -> list[str]:
     """The separate draft models a config names (`model:NAME` anywhere in it), sorted."""
-
-    def walk(o: Any) -> Iterator[str]:
-        if isinstance(o, dict):
-            for v in o.values():
-                yield from walk(v)
-        elif isinstance(o, (list, tuple)):
-            for v in o:
-                yield from walk(v)
-        elif isinstance(o, str) and o.startswith("model:"):
-            yield o.split(":", 1)[1]
-
-    return sorted(set(walk(config)))
+    return sorted({o.split(":", 1)[1] for o in _strings(config) if o.startswith("model:")})
 
 
 def distilled_specs(config: dict[str, Any]) -> list[str]:
     """The distilled drafts a config names (`distilled` or `distilled:PATH` as a value anywhere
     in it), sorted."""
-
-    def walk(o: Any) -> Iterator[str]:
-        if isinstance(o, dict):
-            for v in o.values():
-                yield from walk(v)
-        elif isinstance(o, (list, tuple)):
-            for v in o:
-                yield from walk(v)
-        elif isinstance(o, str) and (o == DISTILLED or o.startswith(f"{DISTILLED}:")):
-            yield o
-
-    return sorted(set(walk(config)))
+    return sorted({o for o in _strings(config) if o == DISTILLED or o.startswith(f"{DISTILLED}:")})
 
 
 def distilled_files(folder: Path) -> dict[str, str]:

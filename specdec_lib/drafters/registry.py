@@ -17,10 +17,11 @@ Specs (`valid_forms()`): `none` (autoregressive baseline), `bigram`, `ngram[:MAX
 (any causal LM sharing the target's tokenizer), `adaptive[:KSTART:KMAX]:SPEC`,
 `tree[:NODES[:BRANCH]]` / `tree+shared` / `tree+bigram` (tree verification, greedy only:
 `drafters.tree`); drafts that compute apart from the target: `exit:LAYERS` (early exit, full
-head), `int8` (an int8 copy of the target), `distilled[:PATH]` (a few layers distilled from
-the target on the fit split: `drafters.distilled`), and perturbed copies of the target
-(`drafters.perturbed`): `quant:BITS[:GROUP]` (round-to-nearest weights, fake-quant) and
-`noise:PERMILLE[:SEED]` (seeded weight noise).
+head), `int8` (an int8 copy of the target), `int8w[:KEEP]` (a weight-only int8 copy on int8
+kernels, its head int8 and pruned to KEEP ids: `drafters.int8pack`), `distilled[:PATH]` (a few
+layers distilled from the target on the fit split: `drafters.distilled`), and perturbed copies
+of the target (`drafters.perturbed`): `quant:BITS[:GROUP]` (round-to-nearest weights,
+fake-quant) and `noise:PERMILLE[:SEED]` (seeded weight noise).
 
 Presets name a configuration and may carry its K: `best` is the benchmark's best configuration
 for long generations, `best_short` for short ones. The CLI uses a preset's K when `--k` is not
@@ -240,6 +241,10 @@ def _shared_args(rest: str) -> tuple[int, ...]:
     return ints(rest, 1) or (SELF_KEEP,)
 
 
+def _int8w_args(rest: str) -> tuple[int]:
+    return ints(rest, 1) or (SELF_KEEP,)
+
+
 def _tree_args(rest: str) -> tuple[int, int]:
     args = ints(rest, 2, maxima=(MAX_TREE_NODES, MAX_TREE_BRANCH))
     return (args[0] if args else TREE_NODES), (args[1] if len(args) > 1 else TREE_BRANCH)
@@ -279,6 +284,7 @@ REGISTRY: dict[str, Entry] = {
             f"{_D}.lookup:build_shared",
         ),
         Entry("int8", ("int8",), no_args, f"{_D}.quantized:build"),
+        Entry("int8w", ("int8w[:KEEP]",), _int8w_args, f"{_D}.int8pack:build"),
         Entry("quant", ("quant:BITS[:GROUP]",), _quant_args, f"{_D}.perturbed:build_quant"),
         Entry("noise", ("noise:PERMILLE[:SEED]",), _noise_args, f"{_D}.perturbed:build_noise"),
         Entry("shared", ("shared[:KEEP]",), _shared_args, f"{_D}.shared:build"),

@@ -1,0 +1,118 @@
+"""The weight-only int8 draft (`int8w[:KEEP]`): greedy speculation with it reproduces stepwise
+greedy decoding (forced rejections, max_new_tokens edges), its sampled q is a distribution over
+the full vocabulary (zero outside a pruned head's ids), its weights really are int8 tensors, one
+int8 linear matches the dequantised float product, and it refuses in one line where the kernel
+cannot run."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import VOCAB, WrongAt, check_stats, greedy_continuation, random_prompt, tiny_gemma
+from test_divergent_drafts import CASES, loaded_of
+
+from specdec_lib.config import SamplingConfig
+from specdec_lib.core.cache import CachedLM
+from specdec_lib.core.decode import speculative_decode
+from specdec_lib.core.sampling import make_generator
+from specdec_lib.drafters.int8pack import Int8Linear, Int8WeightDrafter, int8_bytes, quantize_rows
+from specdec_lib.drafters.perturbed import decoder_linears
+from specdec_lib.drafters.registry import DraftContext, build, parse
+from specdec_lib.errors import SpecdecError
+
+pytestmark = pytest.mark.usefixtures("single_thread")
+
+KEEP = 48  # a pruned head: half the tiny vocabulary
+
+
+def int8w(target: torch.nn.Module, keep: int = KEEP) -> Int8WeightDrafter:
+    fit = list(range(VOCAB)) + list(range(KEEP))  # ids below KEEP are the most frequent
+    return build(f"int8w:{keep}", DraftContext(loaded_of(target), lambda: fit))
+
+
+@pytest.mark.parametrize("wrong_at", [None, 0, 2])
+@pytest.mark.parametrize("keep", [KEEP, VOCAB])
+def test_greedy_speculation_with_the_int8_draft_reproduces_stepwise_greedy(
+    target32, keep, wrong_at
+):
+    drafter = int8w(target32, keep)
+    if wrong_at is not None:
+        drafter = WrongAt(drafter, wrong_at)
+    accepted = 0
+    for i, (n, k, new) in enumerate(CASES):
+        prompt = random_prompt(60 + i, n)
+        gen = speculative_decode(CachedLM(target32), drafter, prompt, k=k, max_new_tokens=new)
+        assert gen.tokens == greedy_continuation(target32, prompt, new), (keep, n, k, new)
+        check_stats(gen, k=k, prompt_len=n)
+        accepted += gen.stats.accepted
+        if wrong_at is not None and new > k:
+            assert gen.stats.accepted < gen.stats.proposed  # the rejection really happened
+    if wrong_at is None:
+        assert accepted > 0  # the int8 copy agrees with its target somewhere
+
+
+def test_a_pruned_heads_q_is_a_distribution_over_the_full_vocabulary_zero_outside_keep(target32):
+    drafter = int8w(target32)
+    assert drafter.keep == KEEP and drafter.token_map.tolist() == list(range(KEEP))
+    sampling = SamplingConfig(temperature=0.7)
+    draft = drafter.propose(random_prompt(5, 9), 3, sampling, make_generator(0))
+    assert draft.q.shape == (3, VOCAB) and all(t < KEEP for t in draft.tokens)
+    assert torch.allclose(draft.q.sum(-1), torch.ones(3, dtype=draft.q.dtype))
+    assert draft.q[:, KEEP:].abs().sum() == 0
+    prompt = random_prompt(6, 10)
+    gen = speculative_decode(
+        CachedLM(target32), drafter, prompt, k=4, max_new_tokens=12, sampling=sampling
+    )
+    check_stats(gen, k=4, prompt_len=len(prompt))
+    assert len(gen.tokens) == 12
+
+
+def test_the_draft_holds_its_weights_as_int8_and_shares_embeddings_and_norms(target32):
+    before = {k: v.clone() for k, v in target32.state_dict().items()}
+    model = int8w(target32, VOCAB).lm.model
+    assert not list(decoder_linears(model)) and not isinstance(model.lm_head, torch.nn.Linear)
+    layers = [m for m in model.modules() if isinstance(m, Int8Linear)]
+    assert len(layers) == 7 * len(target32.model.layers) + 1  # q k v o gate up down, the head
+    assert all(m.qweight.dtype == torch.int8 for m in layers)
+    floats = sum(lin.weight.numel() for _, lin in decoder_linears(target32))
+    floats += target32.lm_head.weight.numel()
+    scales = sum(m.scales.numel() * m.scales.element_size() for m in layers)
+    assert int8_bytes(model) == floats + scales  # one byte per weight, a scale per row
+    shared = ["model.embed_tokens.weight", "model.norm.weight"]
+    shared += [f"model.layers.0.{n}.weight" for n in ("input_layernorm", "self_attn.q_norm")]
+    assert all(model.get_parameter(n) is target32.get_parameter(n) for n in shared)  # no copy
+    assert all(torch.equal(before[k], v) for k, v in target32.state_dict().items())
+
+
+@pytest.mark.parametrize(("kernel_dtype", "tol"), [(torch.float32, 1e-5), (torch.bfloat16, 2e-2)])
+def test_one_int8_linear_matches_the_dequantised_float_product(kernel_dtype, tol):
+    g = torch.Generator().manual_seed(0)
+    linear = torch.nn.Linear(64, 40, bias=True)
+    with torch.no_grad():
+        linear.weight.copy_(torch.randn(40, 64, generator=g))
+        linear.weight[3] = 0  # an all-zero row keeps scale 1 and stays zero
+    x = torch.randn(2, 5, 64, generator=g)
+    layer = Int8Linear.of(linear, kernel_dtype)
+    want = x @ layer.dequantized().T + linear.bias  # its scales are in kernel_dtype
+    got = layer(x)
+    assert got.shape == (2, 5, 40) and got.dtype == torch.float32
+    assert (got - want).abs().max() <= tol * want.abs().max()
+    q, s = quantize_rows(linear.weight)
+    assert torch.equal(q, layer.qweight) and q.dtype == torch.int8 and q.abs().max() == 127
+    err = (q.float() * s[:, None] - linear.weight).abs()
+    assert err.le(s[:, None] / 2 + 1e-7).all()  # rounded to nearest on the row's grid
+    assert s[3] == 1 and q[3].eq(0).all()
+
+
+def test_refusals_are_one_line(target64):
+    meta = tiny_gemma(0, 2, dtype=torch.float32).to("meta")
+    for call, needle in [
+        (lambda: int8w(target64), "float32, bfloat16 or float16"),
+        (lambda: int8w(meta), "CPU only"),
+        (lambda: parse("int8w:x"), "int8w[:KEEP]"),
+        (lambda: parse("int8w:0"), "int8w[:KEEP]"),
+    ]:
+        with pytest.raises(SpecdecError) as e:
+            call()
+        assert "\n" not in str(e.value) and needle in str(e.value)
+    assert parse("int8w").args == (16384,) and parse("int8w:32768").args == (32768,)

@@ -140,6 +140,12 @@ def _bench_args(b: argparse.ArgumentParser) -> None:
         help="comma-separated groups to run: long (128 tokens), short (32 tokens), loopfree "
         "(greedy with a repetition penalty and sampling at T = 0.7, each against its HF peers)",
     )
+    b.add_argument(
+        "--arms",
+        default="",
+        help="comma-separated arms to keep besides our baseline (e.g. int8w,hf: `hf` keeps every "
+        "Hugging Face arm); all arms by default",
+    )
 
 
 @dataclass(frozen=True)
@@ -286,6 +292,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         seed=args.seed,
         quick=args.quick,
         groups=args.groups,
+        arms=args.arms,
     )
     return 0
 

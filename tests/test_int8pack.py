@@ -116,3 +116,30 @@ def test_refusals_are_one_line(target64):
             call()
         assert "\n" not in str(e.value) and needle in str(e.value)
     assert parse("int8w").args == (16384,) and parse("int8w:32768").args == (32768,)
+
+
+def test_the_loopfree_bench_runs_the_int8_draft_and_keeps_only_the_arms_named():
+    """`bench --groups loopfree --quick --arms int8w`: our baseline and the int8 draft alone, the
+    greedy one token-identical to the baseline under the repetition penalty."""
+    import io
+
+    from test_bench import articles, loaded_tiny
+
+    from specdec_lib.bench.run import run_bench
+
+    loaded = loaded_tiny(torch.float32, n_layers=2, seed=0)
+    result = run_bench(
+        "tiny",
+        n_prompts=2,
+        quick=True,
+        groups="loopfree",
+        arms="int8w",
+        loaded=loaded,
+        articles=articles(),
+        out=io.StringIO(),
+    )
+    rp, t07 = result["groups"]["rp_c20"], result["groups"]["t07_c20"]
+    assert set(rp["arms"]) == set(t07["arms"]) == {"baseline", "int8w"}
+    assert rp["arms"]["int8w"]["identical_to_baseline"] == 1.0
+    assert rp["arms"]["int8w"]["draft"] == "int8w:16384" and result["arms_kept"] == ["int8w"]
+    assert rp["best_ours"] == "int8w" and rp["best_hf"] is None

@@ -15,7 +15,8 @@ warm-up that also builds every kernel shape the run will use. Groups:
   repetition penalty of 1.2 (`core.processors.RepetitionControl`, applied inside verification;
   HF gets its own `repetition_penalty`), and `t07_c100`, sampling at T = 0.7 (our lossless
   speculative sampling against HF's sampling and its prompt lookup with `do_sample`): our
-  baseline, HF's autoregressive peer, HF prompt lookup at each K, `BEST_LONG`, `BEST_SHORT`;
+  baseline, HF's autoregressive peer, HF prompt lookup at each K, `BEST_LONG`, `BEST_SHORT`
+  and, on a CPU, `INT8W_LOOPFREE` (a weight-only int8 copy of the target as draft);
   speedup is also stratified by the repetition of our baseline's continuation (`strata`);
 - identity: in float32 (unless the run is float32 already, or on a GPU, where a float32 copy
   of the target may not fit beside it: a T4 cannot) our n-gram at the largest K, both
@@ -43,7 +44,8 @@ It prints one table (tokens/s with 95% CIs, speedup over our baseline and over H
 acceptance, mean accepted length, cost ratio, measured/predicted speedup, share of repeated
 4-grams, token identity), then the targets, and, as its last stdout line, one JSON object with
 every figure and which targets were met. Every interval carries its n (prompts). `quick` runs
-tiny settings (a smoke test); `groups` (`--groups long,short,loopfree`) picks the kinds of group.
+tiny settings (a smoke test); `groups` (`--groups long,short,loopfree`) picks the kinds of group;
+`arms` (`--arms int8w,hf`) keeps only the arms named besides our baseline (`hf`: every HF arm).
 
 Modules (the package re-exports none of them): `configs` (our configurations and their specs),
 `run` (the run, `run_bench`), `calibrate` (costs timed apart, the ceiling, the prediction),

@@ -63,6 +63,10 @@ BEST_SHORT = Config("best_short", PRESETS["best_short"].spec, PRESETS["best_shor
 # batch-invariant, so it need not match the baseline token for token (`numbers._best` never
 # calls such an arm best); `generate --draft tree+shared:16:4 --k 8` runs it.
 TREE_LONG = Config("tree", "tree+shared:16:4", 8)
+# The loop-free groups' computed draft (issue 23): a weight-only int8 copy of the target on int8
+# kernels with its head pruned to the 16,384 most frequent ids (`drafters.int8pack`). No preset:
+# it runs on the CPU only; `generate --draft int8w:16384 --k 4` runs it.
+INT8W_LOOPFREE = Config("int8w", "int8w:16384", 4)
 BASELINE_CONFIG = Config(BASELINE, "none", 1)
 
 
@@ -75,7 +79,7 @@ def all_configs(ks: Sequence[int] = KS) -> list[Config]:
     """Every configuration of ours that a run with this K sweep times (`quick`: K = 4 only).
     Each runs from the command line as `generate --draft DRAFT --k K`; the best ones by their
     preset's name alone (`best`, `best_short`)."""
-    return [BASELINE_CONFIG, *ngram_configs(ks), BEST_LONG, BEST_SHORT, TREE_LONG]
+    return [BASELINE_CONFIG, *ngram_configs(ks), BEST_LONG, BEST_SHORT, TREE_LONG, INT8W_LOOPFREE]
 
 
 def make_drafter(

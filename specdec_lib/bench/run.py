@@ -25,6 +25,7 @@ from specdec_lib.bench.configs import (
     CONTEXTS,
     GROUP_KINDS,
     IDENTITY_TOKENS,
+    INT8W_LOOPFREE,
     KS,
     LONG_TOKENS,
     LOOPFREE,
@@ -207,6 +208,14 @@ class Settings:
     short_tokens: int
     calibration: tuple[int, int]  # (prompts, positions per prompt) where costs are timed
     groups: tuple[str, ...] = GROUP_KINDS  # which kinds of group run (`bench --groups`)
+    arms: tuple[str, ...] = ()  # `bench --arms`: the arms kept besides the baseline (): all
+
+    def keeps(self, name: str) -> bool:
+        """Whether an arm runs: every arm without `--arms`, else the baseline, the arms named
+        and, with `hf` named, every Hugging Face arm."""
+        if not self.arms or name == BASELINE or name in self.arms:
+            return True
+        return "hf" in self.arms and name.startswith("hf_")
 
     @classmethod
     def of(
@@ -215,9 +224,11 @@ class Settings:
         max_new_tokens: int | None,
         quick: bool,
         groups: str | Sequence[str] = GROUP_KINDS,
+        arms: str | Sequence[str] = (),
     ) -> Settings:
         """The settings of a run from its CLI arguments, checked (a bad one is a SpecdecError)."""
         kinds = parse_groups(groups)
+        names = arms.split(",") if isinstance(arms, str) else list(arms)
         if n_prompts < 1:
             raise SpecdecError(f"--prompts must be at least 1, got {n_prompts}")
         if max_new_tokens is not None and max_new_tokens < 1:
@@ -232,6 +243,7 @@ class Settings:
             short_tokens=min(SHORT_TOKENS, long_tokens) if not quick else min(8, long_tokens),
             calibration=(1, 2) if quick else (2, 4),
             groups=kinds,
+            arms=tuple(n.strip() for n in names if n.strip()),
         )
 
 
@@ -271,7 +283,8 @@ class BenchSession:
     ) -> dict[str, Any]:
         """Run one group (paired, interleaved), time its costs apart, keep its numbers. In a
         sampling group our arms are lossless in distribution, not token for token, so the best
-        of ours need not match the baseline's draws."""
+        of ours need not match the baseline's draws. `--arms` drops the arms it does not keep."""
+        arms = [a for a in arms if self.settings.keeps(a.method.name)]
         rows, summary = _group(gname, arms, ps, tokens, warmup=1, sampling=how.sampling)
         self.rows[gname] = rows
         seqs = calibration_seqs(rows, ps, *self.settings.calibration)
@@ -310,6 +323,7 @@ def run_bench(
     seed: int = 0,
     quick: bool = False,
     groups: str | Sequence[str] = GROUP_KINDS,
+    arms: str | Sequence[str] = (),
     *,
     loaded: LoadedModel | None = None,
     loaded_fp32: LoadedModel | None = None,
@@ -323,7 +337,7 @@ def run_bench(
     out = out if out is not None else sys.stdout
     with _threads_kept():
         t_start = time.perf_counter()
-        s = Settings.of(n_prompts, max_new_tokens, quick, groups)
+        s = Settings.of(n_prompts, max_new_tokens, quick, groups, arms)
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         if loaded is None:
             loaded = load_model(target, dtype=dtype, device=device)
@@ -424,13 +438,16 @@ def _short_groups(run: BenchSession) -> None:
 
 def _loopfree_groups(run: BenchSession) -> None:
     """At the longest context, 128 new tokens, once per loop-free decoding (`configs.LOOPFREE`):
-    our baseline, HF's autoregressive peer and prompt lookup at each K, and our best chains, every
-    arm under the group's sampling settings and repetition control."""
+    our baseline, HF's autoregressive peer and prompt lookup at each K, our best chains and, on a
+    CPU (its kernel's device), the int8 copy of the target as draft (`INT8W_LOOPFREE`), every arm
+    under the group's sampling settings and repetition control."""
     c = max(run.settings.contexts)
+    computed = [INT8W_LOOPFREE] if run.loaded.device.type == "cpu" else []
     for how in LOOPFREE:
         arms = [run.ours(BASELINE_CONFIG, how), run.hf("greedy", None, how)]
         arms += [run.hf("prompt_lookup", k, how) for k in run.settings.ks]
         arms += [run.ours(BEST_LONG, how), run.ours(BEST_SHORT, how)]
+        arms += [run.ours(cfg, how) for cfg in computed if run.settings.keeps(cfg.name)]
         run.add(f"{how.tag}_c{c}", arms, run.prompts[c], run.settings.long_tokens, how)
 
 
@@ -488,6 +505,8 @@ def _result(
         "best_long": vars(BEST_LONG),
         "best_short": vars(BEST_SHORT),
         "tree": vars(TREE_LONG),
+        "int8w": vars(INT8W_LOOPFREE),
+        "arms_kept": list(s.arms),  # `--arms`; empty: every arm ran
         "groups": run.groups,
         "memory": memory,
         "identity": identity,

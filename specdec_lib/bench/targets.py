@@ -38,8 +38,8 @@ def _targets(groups, all_rows, memory, contexts, quick) -> dict[str, Any]:
         if f"long_c{c}" in groups:
             t.update(_long_targets(c, groups[f"long_c{c}"], all_rows[f"long_c{c}"]))
     for c in contexts:
-        if f"short_c{c}" not in groups:
-            continue
+        if BEST_SHORT.name not in groups.get(f"short_c{c}", {}).get("arms", {}):
+            continue  # the group did not run, or `--arms` dropped BEST_SHORT
         rows = all_rows[f"short_c{c}"]
         r = _ratio(rows, BASELINE, BEST_SHORT.name)
         t[f"short_best_vs_baseline_c{c}"] = _target(

@@ -14,6 +14,7 @@ distribution is known, so continuation distributions can be enumerated.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -338,6 +339,15 @@ FAKE_SECRETS = {
     "HF_TOKEN": "hf_FakeTokenForSpecdecTests0123456789",
     "WANDB_API_KEY": "fakewandbkey0123456789abcdef0123456789ab",
 }
+
+
+def whole_summary(experiment: str, profile: str) -> dict:
+    """A summary of the shape `experiment` declares (results.schema reads no other as a study
+    result): the committed embedded result's, under `profile`, for tests whose subject is not
+    the summary."""
+    summary = json.loads((ROOT / "results/embedded" / experiment / "summary.json").read_text())
+    summary.pop("per_prompt_csv", None)  # publish records its own
+    return {**summary, "profile": profile}
 
 
 def run_smoke_batch(results: Path, profile: str = "smoke") -> None:

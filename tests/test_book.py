@@ -24,6 +24,7 @@ from conftest import FAKE_SECRETS, files_containing
 from specdec_lib import report
 from specdec_lib.analysis import stats
 from specdec_lib.analysis.replay import continuation_summary
+from specdec_lib.analysis.single import baseline_headline, headline_pair
 from specdec_lib.analysis.summary import summarize
 from specdec_lib.results.store import ResultStore, publish
 
@@ -217,6 +218,7 @@ def _agreement(root, profile, rng):
         "bigram": study.CONTROL,
     }
     summary["primary"] = "distilled"
+    summary["readout"] = "synthetic: the continuation view decides"
     summary["roles"] = {"transformer": "self", "bigram": "bigram"}
     summary["draft_records"] = {
         "distilled": {
@@ -259,10 +261,9 @@ def write_synthetic(
             {
                 "roles": {},
                 "arms": arms,
-                "headline": {
-                    "tokens_per_s": arms["baseline"]["tokens_per_s"],
-                    "n_prompts": N_PROMPTS,
-                },
+                "headline": baseline_headline(
+                    arms, {"max_new_tokens": NEW_TOKENS, "context_tokens": 20}
+                ),
             },
         )
     if want("bigram"):
@@ -273,7 +274,11 @@ def write_synthetic(
             "bigram",
             {},
             rows,
-            {"roles": {"bigram": "bigram"}, "arms": arms, "headline": {}},
+            {
+                "roles": {"bigram": "bigram"},
+                "arms": arms,
+                "headline": headline_pair(arms, "bigram"),
+            },
         )
     if want("transformer_draft"):
         rows, arms = single["transformer_draft"]
@@ -304,7 +309,7 @@ def write_synthetic(
             {
                 "roles": {"transformer": "self"},
                 "arms": arms,
-                "headline": {},
+                "headline": headline_pair(arms, "self"),
                 "identity_by_dtype": ident,
             },
         )
@@ -331,6 +336,7 @@ def write_synthetic(
                 "speedup_ci_high": s["speedup"]["ci_high"],
                 "predicted_speedup_leviathan": s["predicted_speedup_leviathan"],
                 "predicted_speedup_calibrated": s["predicted_speedup_calibrated"],
+                "predicted_speedup_pooled": None,
                 "acceptance_rate": s["acceptance_rate"]["value"],
                 "per_token_acceptance_iid": s["per_token_acceptance_iid"],
                 "cost_ratio": s["cost_ratio"],
@@ -352,16 +358,20 @@ def write_synthetic(
                 "table": table,
                 "adaptive": {
                     "k_max": 8,
+                    "k_min": 1,
                     "k_start": 4,
                     "mean_k_used": 3.1,
                     "speedup": arms["adaptive"]["speedup"],
                     "acceptance_rate": arms["adaptive"]["acceptance_rate"],
+                    "mean_accepted_length": arms["adaptive"]["mean_accepted_length"],
                 },
                 "headline": {
                     "best_k_measured": 3,
                     "best_speedup_measured": 1.4,
                     "best_k_predicted": 3,
-                    "adaptive_speedup": 1.3,
+                    "pooled_per_token_acceptance": None,
+                    "pooled_cost_ratio": None,
+                    "adaptive_speedup": arms["adaptive"]["speedup"],
                 },
             },
         )
@@ -384,10 +394,13 @@ def write_synthetic(
                     {
                         "temperature": t,
                         "method": a,
+                        "n_prompts": s["n_prompts"],
                         "speedup": s.get("speedup", {}).get("value"),
                         "speedup_ci_low": s.get("speedup", {}).get("ci_low"),
                         "speedup_ci_high": s.get("speedup", {}).get("ci_high"),
                         "acceptance_rate": s.get("acceptance_rate", {}).get("value"),
+                        "acceptance_rate_ci_low": s.get("acceptance_rate", {}).get("ci_low"),
+                        "acceptance_rate_ci_high": s.get("acceptance_rate", {}).get("ci_high"),
                         "mean_accepted_length": s.get("mean_accepted_length", {}).get("value"),
                         "tokens_per_s": s["tokens_per_s"]["median"],
                     }
@@ -415,6 +428,7 @@ def write_synthetic(
             rows,
             {
                 "roles": {"transformer": "self"},
+                "temperatures": [0.7, 1.0],
                 "by_temperature": by_t,
                 "table": table,
                 "distribution_check": dist,

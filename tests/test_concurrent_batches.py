@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from conftest import whole_summary
+
 from specdec_lib.results.schema import result_problem
 from specdec_lib.results.store import ResultStore, publish
 
@@ -42,7 +44,7 @@ def test_the_book_built_while_an_evaluate_publishes_reads_only_complete_results(
     build = load_build()
     results = tmp_path / "results"
     rows = [{"prompt": i, "method": "baseline", "wall_s": 0.1} for i in range(3)]
-    summary = {"experiment": "baseline", "profile": "smoke", "headline": {"x": 1}}
+    summary = whole_summary("baseline", "smoke")
     store = ResultStore(results, "smoke")
     publish(store, "baseline", {"experiment": "baseline"}, {"python": "3"}, rows, summary)
     nbs = results / "smoke" / "notebooks"

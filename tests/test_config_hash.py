@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import whole_summary
 
 from specdec_lib import study
 from specdec_lib.config import config_hash
@@ -328,7 +329,7 @@ def test_a_changed_distilled_draft_is_a_changed_input_and_leaves_the_config_hash
 
     S = study.setup("smoke", results_dir=str(tmp_path / "r"))
     rows = [{"prompt": i, "method": "distilled", "wall_s": 0.1} for i in range(3)]
-    summary = {"experiment": "agreement", "profile": "smoke", "headline": {"x": 1}}
+    summary = whole_summary("agreement", "smoke")
     publish(S.store, "agreement", config, {"inputs": first}, rows, summary)
     capsys.readouterr()
     assert execute.cached(S, "agreement", config) is not None

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import faults
+from conftest import whole_summary
 
 from specdec_lib.results.store import ResultStore, publish
 
@@ -16,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def published(root: Path) -> Path:
     rows = [{"prompt": i, "method": "baseline", "tokens": f"{i} 7 9", "wall_s": 0.1 * i}
             for i in range(3)]  # fmt: skip
-    summary = {"experiment": "baseline", "profile": "smoke", "headline": {"x": 1}}
+    summary = whole_summary("baseline", "smoke")
     store = ResultStore(root, faults.PROFILE)
     return publish(store, "baseline", {"experiment": "baseline"}, {"python": "3"}, rows, summary)
 

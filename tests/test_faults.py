@@ -322,6 +322,12 @@ DAMAGE = {
         '{"experiment": "baseline", "profile": "smoke"}',
         "summary.json has no 'headline' (dict)",
     ),
+    "summary not of its declared shape": (
+        "summary.json",
+        '{"experiment": "baseline", "profile": "smoke", "roles": {}, "arms": {}, '
+        '"headline": {"x": 1}}',
+        "summary.json['headline'] has no 'tokens_per_s'",
+    ),
     "truncated csv": ("per_prompt.csv", "prompt,method,wall_s\n0,baseline\n", "row 1 has 2"),
     "csv without rows": ("per_prompt.csv", "prompt,method\n", "per_prompt.csv has no rows"),
 }

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import FAKE_SECRETS, files_containing
 
+from specdec_lib.analysis.summary import ArmSummary
 from specdec_lib.results import catalog
+from specdec_lib.results.schema import shape_problem, summary_problem
 
 pm = pytest.importorskip("papermill")
 
@@ -33,11 +35,11 @@ FIGURES = {
     "sampling": ["sampling_speedup.png", "distribution_check.png"],
     "peers": ["peers_speed.png"],
 }  # fmt: skip
-ARM_KEYS = {"n_prompts", "draft", "k", "tokens_per_s", "wall_s", "total_wall_s", "new_tokens",
-            "identical_fraction", "repetition_4gram"}  # fmt: skip
+# the keys of the declared ArmSummary that a drafting arm paired with a baseline has
 DRAFT_KEYS = {"acceptance_rate", "mean_accepted_length", "position_acceptance",
               "accepted_histogram", "speedup", "cost_ratio", "predicted_speedup_leviathan",
               "predicted_speedup_calibrated"}  # fmt: skip
+assert DRAFT_KEYS <= ArmSummary.__optional_keys__
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +71,7 @@ def all_arms(summary: dict) -> dict[str, dict]:
 
 
 def check_arm(name: str, s: dict, *, greedy: bool) -> None:
-    assert ARM_KEYS <= s.keys(), (name, ARM_KEYS - s.keys())
+    assert shape_problem(s, ArmSummary, name, strict=True) is None  # every key declared and typed
     assert 0.0 <= s["identical_fraction"] <= 1.0
     assert s["tokens_per_s"]["median"] > 0
     drafted = (s.get("acceptance_rate") or {}).get("value") is not None  # None: nothing proposed
@@ -100,6 +102,7 @@ def test_every_result_file(smoke):
             assert env["threads"]["threads"] == env["torch_threads"] == 1
             assert env["threads"]["chosen_by"] in ("profile", "SPECDEC_THREADS")
             assert rows and "headline" in summary and "roles" in summary
+            assert summary_problem(exp, summary, strict=True) is None  # its declared shape
             for fig in FIGURES[exp]:
                 assert (results / "smoke" / exp / "figures" / fig).stat().st_size > 0, (exp, fig)
 

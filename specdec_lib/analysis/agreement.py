@@ -1,7 +1,8 @@
 """Teacher-forced agreement (04, timing-free): per draft and context the mean per-position
 agreement with the target over documents and the acceptance it implies at K, with bootstrap
 intervals and n, and each draft's paired change between contexts; and the names of how a draft
-relates to the target (`SHARED`, `EXIT`, `SEPARATE`, `CONTROL`), which the runner decides.
+relates to the target (`SHARED`, `EXIT`, `SEPARATE`, `CONTROL`), which the runner decides;
+and the summary's declared shape (`AgreementSummary`).
 
 Torch-free; knows nothing about models or how the agreement rows were measured.
 """
@@ -9,19 +10,84 @@ Torch-free; knows nothing about models or how the agreement rows were measured.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from specdec_lib.analysis import stats
+from specdec_lib.analysis.replay import ContinuationSummary
 from specdec_lib.analysis.rules import implied_acceptance
-from specdec_lib.results.declare import Experiment, Figure
+from specdec_lib.analysis.summary import Num
+from specdec_lib.results.declare import Experiment, Figure, StudySummary
 
 SHARED = "shares the target's hidden states"
 EXIT = "early exit of the target (its attention stops early)"
 SEPARATE = "a separate computation"
 CONTROL = "context-free control"
 TEXT_CONTROL = "control: the target against the real text"  # the target_vs_text row
+
+
+class AgreementCell(TypedDict):
+    """A draft's mean agreement at one context and the acceptance it implies (agreement_cell)."""
+
+    mean: Num
+    ci_low: Num
+    ci_high: Num
+    n: int
+    ci_method: str
+    n_documents: int
+    implied_acceptance: Num
+    implied_acceptance_ci_low: Num
+    implied_acceptance_ci_high: Num
+
+
+class AgreementRow(AgreementCell):
+    """One (context, draft) row of the flat table: the cell, named."""
+
+    context: int
+    draft: str
+    agreement: Num
+
+
+class _HeadlineKeys(TypedDict):
+    first: Num
+    last: Num
+    n_documents: int
+    change_whole: dict[str, Any]
+    change: Num
+    change_ci_low: Num
+    change_ci_high: Num
+
+
+class DraftHeadline(_HeadlineKeys, total=False):
+    """One draft's headline (`draft_headline`); `change_test` where both ends of the test range
+    were measured."""
+
+    change_test: dict[str, Any]
+
+
+class _AgreementKeys(StudySummary):
+    contexts: list[int]
+    k: int
+    test_range: list[int]
+    continuation_tokens: int
+    n_documents: int
+    table: list[AgreementRow]
+    by_draft: dict[str, dict[str, AgreementCell]]
+    headline: dict[str, DraftHeadline]
+    kinds: dict[str, str]
+    readout: str
+
+
+class AgreementSummary(_AgreementKeys, total=False):
+    """04's agreement summary.json: the text view's (`agreement_summary`), the continuation's,
+    and the runner's draft kinds, primary draft and readout; `draft_records` where a draft
+    records how it was made (the distilled one). The runner always writes `continuation` and
+    `primary`; a result from before them is read, and the book asks for a re-run."""
+
+    continuation: ContinuationSummary
+    primary: str
+    draft_records: dict[str, Any]
 
 
 def _implied(a: np.ndarray, k: int) -> np.ndarray:
@@ -137,6 +203,7 @@ agreement = Experiment(
     run="specdec_lib.runner.agreement:run_agreement",
     config="specdec_lib.runner.agreement:agreement_config",
     call="study.run_agreement(S)",
+    summary=AgreementSummary,
     figures=(
         Figure(
             "agreement_vs_context.png",

@@ -1,19 +1,70 @@
 """The K sweep's summary (05): per fixed K the measured speedup beside Leviathan et al.'s
 prediction (per arm, calibrated, and pooled: one acceptance a and one cost ratio c for the pair,
-the medians over the fixed-K arms), the best K measured and predicted, and the adaptive-K arm.
+the medians over the fixed-K arms), the best K measured and predicted, and the adaptive-K arm;
+and its declared shape (`KSweepSummary`).
 
 Torch-free; knows nothing about how the rows were measured or where they are written.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
-from specdec_lib.analysis.summary import point
+from specdec_lib.analysis.summary import ArmSummary, Num, PointCI, point
 from specdec_lib.analysis.theory import best_k, expected_speedup
-from specdec_lib.results.declare import Experiment, Figure
+from specdec_lib.results.declare import Experiment, Figure, StudySummary
+
+
+class KRow(TypedDict):
+    """One fixed K's row of the table (`k_row`, and the pooled prediction)."""
+
+    k: int
+    method: str
+    speedup: Num
+    speedup_ci_low: Num
+    speedup_ci_high: Num
+    predicted_speedup_leviathan: Num
+    predicted_speedup_calibrated: Num
+    predicted_speedup_pooled: Num
+    acceptance_rate: Num
+    per_token_acceptance_iid: Num
+    cost_ratio: Num
+    mean_accepted_length: Num
+
+
+class AdaptiveSummary(TypedDict):
+    """The adaptive arm: its schedule (the config's `adaptive`) and what it did."""
+
+    k_start: int
+    k_min: int
+    k_max: int
+    mean_k_used: Num
+    speedup: PointCI | None
+    acceptance_rate: PointCI | None
+    mean_accepted_length: PointCI | None
+
+
+class KSweepHeadline(TypedDict):
+    """The best K measured and predicted, the pooled a and c, the adaptive arm's speedup."""
+
+    best_k_measured: int | None
+    best_speedup_measured: Num
+    best_k_predicted: int | None
+    pooled_per_token_acceptance: Num
+    pooled_cost_ratio: Num
+    adaptive_speedup: PointCI | None
+
+
+class KSweepSummary(StudySummary):
+    """05's summary.json (`k_sweep_summary`)."""
+
+    arms: dict[str, ArmSummary]
+    ks: list[int]
+    table: list[KRow]
+    adaptive: AdaptiveSummary
+    headline: KSweepHeadline
 
 
 def k_row(k: int, s: dict[str, Any]) -> dict[str, Any]:
@@ -100,6 +151,7 @@ k_sweep = Experiment(
     run="specdec_lib.runner.k_sweep:run_k_sweep",
     config="specdec_lib.runner.k_sweep:k_sweep_config",
     call="study.run_k_sweep(S)",
+    summary=KSweepSummary,
     figures=(
         Figure(
             "measured_vs_predicted.png",

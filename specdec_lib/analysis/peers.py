@@ -1,19 +1,21 @@
 """The peers' summary (07): Hugging Face generate's arms beside ours, each with its tokens/s,
 its paired speedup over our baseline and over HF greedy, and the fraction of outputs identical to
-each greedy reference. HF reports no acceptance, so its arms carry none.
+each greedy reference. HF reports no acceptance, so its arms carry none. And its declared shape
+(`PeersSummary`).
 
 Torch-free; knows nothing about how the rows were measured or where they are written.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from specdec_lib.analysis import stats
+from specdec_lib.analysis.summary import ArmSummary, Num
 from specdec_lib.results.catalog import BASELINE
-from specdec_lib.results.declare import Experiment, Figure
+from specdec_lib.results.declare import Experiment, Figure, StudySummary
 
 # arm -> Hugging Face generate's mode (`specdec_lib.measure.peers.HFGenerator`)
 HF_ARMS = {"hf-greedy": "greedy", "hf-prompt-lookup": "prompt_lookup", "hf-assisted": "assisted"}
@@ -33,6 +35,39 @@ ACCEPTANCE_KEYS = (
     "predicted_speedup_calibrated",
     "acceptance_rate_pooled",
 )
+
+
+class PeerRow(TypedDict):
+    """One arm's row of the table (`peers_table`)."""
+
+    method: str
+    implementation: str  # "hf" or "ours"
+    tokens_per_s: Num
+    tokens_per_s_ci_low: Num
+    tokens_per_s_ci_high: Num
+    speedup: Num
+    speedup_ci_low: Num
+    speedup_ci_high: Num
+    speedup_vs_hf_greedy: Num
+    identical_to_baseline: float
+    identical_to_hf_greedy: Num
+
+
+class PeerHeadline(TypedDict):
+    """One arm's headline: its speedup over our baseline and identity with it."""
+
+    speedup: Num
+    identical_to_baseline: float
+
+
+class PeersSummary(StudySummary):
+    """07's summary.json (`peers_summary`); `peers_error` says why HF's arms did not run."""
+
+    arms: dict[str, ArmSummary]
+    table: list[PeerRow]
+    peers_available: bool
+    peers_error: str | None
+    headline: dict[str, PeerHeadline]
 
 
 def drop_acceptance(arms: dict[str, Any]) -> None:
@@ -112,6 +147,7 @@ peers = Experiment(
     run="specdec_lib.runner.peers:run_peers",
     config="specdec_lib.runner.peers:peers_default_config",
     call="study.run_peers(S)",
+    summary=PeersSummary,
     figures=(
         Figure(
             "peers_speed.png",

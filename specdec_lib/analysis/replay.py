@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -144,6 +144,22 @@ def replay_change(
         "rejection_ratio": stats.bootstrap(counts, _rej_ratio).as_dict(),
         "agreement": stats.bootstrap([a["agreement"], b["agreement"]], _mean_change).as_dict(),
     }
+
+
+class ContinuationSummary(TypedDict):
+    """The agreement replayed on the target's own continuation (`continuation_summary`):
+    cells per draft and context, changes and levels per draft, the target's self-consistency
+    per context."""
+
+    k: int
+    contexts: list[int]
+    test_range: list[int]
+    n_documents: int
+    continuation_tokens: int
+    by_draft: dict[str, dict[str, dict[str, Any]]]
+    changes: dict[str, dict[str, Any]]
+    levels: dict[str, float | None]
+    target_consistency: dict[str, dict[str, Any]]
 
 
 def continuation_summary(

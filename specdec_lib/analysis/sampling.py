@@ -8,14 +8,14 @@ Torch-free; knows nothing about models or how the samples and distributions were
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from specdec_lib.analysis import stats
-from specdec_lib.analysis.summary import point
+from specdec_lib.analysis.summary import ArmsCell, Num, PointCI, point
 from specdec_lib.results.catalog import BASELINE
-from specdec_lib.results.declare import Experiment, Figure
+from specdec_lib.results.declare import Experiment, Figure, StudySummary
 
 
 def tvd_between(p: np.ndarray, q: np.ndarray) -> float | None:
@@ -141,6 +141,49 @@ def sequence_family(checks: dict[str, dict[str, dict[str, Any]]]) -> dict[str, A
     return out
 
 
+class SamplingRow(TypedDict):
+    """One (temperature, arm) row of the flat table (`temperature_rows`)."""
+
+    temperature: float
+    method: str
+    n_prompts: int
+    speedup: Num
+    speedup_ci_low: Num
+    speedup_ci_high: Num
+    acceptance_rate: Num
+    acceptance_rate_ci_low: Num
+    acceptance_rate_ci_high: Num
+    mean_accepted_length: Num
+    tokens_per_s: Num
+
+
+class TemperatureHeadline(TypedDict):
+    """One temperature's headline (`temperature_headline`)."""
+
+    speedup: PointCI | None
+    acceptance_rate: PointCI | None
+    checked_arm: str | None
+    p_value_speculative: Num
+    p_value_baseline: Num
+    tvd_speculative: Num
+    tvd_baseline: Num
+    detectable_tvd: Num
+
+
+class _SamplingKeys(StudySummary):
+    temperatures: list[float]
+    by_temperature: dict[str, ArmsCell]
+    table: list[SamplingRow]
+    distribution_check: dict[str, dict[str, Any]]
+    headline: dict[str, TemperatureHeadline]
+
+
+class SamplingSummary(_SamplingKeys, total=False):
+    """06's summary.json; `sequence_check` where the config checks positions 1..m."""
+
+    sequence_check: dict[str, dict[str, Any]]
+
+
 def temperature_rows(t: float, arms: dict[str, Any]) -> list[dict[str, Any]]:
     """The flat table's rows of one temperature, one per arm."""
     table = []
@@ -190,6 +233,7 @@ sampling = Experiment(
     run="specdec_lib.runner.sampling:run_sampling",
     config="specdec_lib.runner.sampling:sampling_config",
     call="study.run_sampling(S)",
+    summary=SamplingSummary,
     figures=(
         Figure(
             "sampling_speedup.png",

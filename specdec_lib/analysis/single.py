@@ -1,17 +1,74 @@
 """Summaries of the single-context experiments (01 baseline, 02 bigram, 03 transformer draft):
-their headlines from the per-arm summaries of `analysis.summary.summarize`.
+their headlines from the per-arm summaries of `analysis.summary.summarize`, and their declared
+summary shapes.
 
 Torch-free; knows nothing about how the rows were measured or where they are written.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
+from specdec_lib.analysis.summary import ArmSummary, MedianCI, Num, PointCI
 from specdec_lib.results.catalog import BASELINE
-from specdec_lib.results.declare import Experiment, Figure
+from specdec_lib.results.declare import Experiment, Figure, StudySummary
+
+
+class BaselineHeadline(TypedDict):
+    """01's headline (`baseline_headline`)."""
+
+    tokens_per_s: MedianCI
+    wall_s: MedianCI
+    s_per_token: Num
+    n_prompts: int
+    max_new_tokens: int
+    context_tokens: int
+
+
+class PairHeadline(TypedDict):
+    """02 and 03's headline (`headline_pair`)."""
+
+    arm: str
+    speedup: PointCI | None
+    acceptance_rate: PointCI | None
+    mean_accepted_length: PointCI | None
+    identical_fraction: float
+    tokens_per_s: MedianCI
+    baseline_tokens_per_s: MedianCI
+    n_prompts: int
+
+
+class IdentitySummary(TypedDict):
+    """03's greedy token identity in one dtype (`identity_summary`)."""
+
+    dtype: str
+    n_prompts: int
+    max_new_tokens: int
+    identical_fraction: Num
+    divergence_positions: list[int]
+    divergence_margins: list[float]
+
+
+class BaselineSummary(StudySummary):
+    """01's summary.json."""
+
+    arms: dict[str, ArmSummary]
+    headline: BaselineHeadline
+
+
+class PairSummary(StudySummary):
+    """02's summary.json (and 03's, with the identity beside it)."""
+
+    arms: dict[str, ArmSummary]
+    headline: PairHeadline
+
+
+class TransformerSummary(PairSummary):
+    """03's summary.json: the pair's, and the main draft's greedy identity per dtype."""
+
+    identity_by_dtype: dict[str, IdentitySummary]
 
 
 def headline_pair(arms: dict[str, Any], arm: str) -> dict[str, Any]:
@@ -98,6 +155,7 @@ baseline = Experiment(
     run="specdec_lib.runner.single:run_baseline",
     config="specdec_lib.runner.single:baseline_config",
     call="study.run_baseline(S)",
+    summary=BaselineSummary,
     figures=(
         Figure(
             "tokens_per_s.png",
@@ -114,6 +172,7 @@ bigram = Experiment(
     config="specdec_lib.runner.single:bigram_config",
     call="study.run_bigram(S)",
     figures=PAIR_FIGURES,
+    summary=PairSummary,
 )
 transformer_draft = Experiment(
     "transformer_draft",
@@ -122,4 +181,5 @@ transformer_draft = Experiment(
     config="specdec_lib.runner.single:transformer_config",
     call="study.run_transformer_draft(S)",
     figures=PAIR_FIGURES,
+    summary=TransformerSummary,
 )

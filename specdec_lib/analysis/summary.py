@@ -1,18 +1,82 @@
 """Rows -> an experiment's summary: per arm, medians over prompts with bootstrap intervals (n and
 method beside each), the paired speedup over the baseline, pooled acceptance, and the speedup
-that theory predicts from them. Torch-free; knows nothing about how the rows were measured.
+that theory predicts from them; and their declared shapes (`ArmSummary`, the interval dicts),
+which every experiment's summary type builds on. Torch-free; knows nothing about how the rows
+were measured.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from specdec_lib.analysis import stats, theory
 from specdec_lib.results.catalog import BASELINE
+
+Num = float | None  # a statistic; null where it was NaN or infinite (results.store.clean)
+
+
+class PointCI(TypedDict):
+    """An estimate with its bootstrap interval (`stats.Interval.as_dict()`)."""
+
+    value: Num
+    ci_low: Num
+    ci_high: Num
+    n: int
+    ci_method: str
+
+
+class MedianCI(TypedDict):
+    """A median over prompts with its bootstrap interval (`ci_dict`)."""
+
+    median: Num
+    ci_low: Num
+    ci_high: Num
+    n: int
+    ci_method: str
+
+
+class _ArmKeys(TypedDict):
+    n_prompts: int
+    draft: str
+    k: int
+    tokens_per_s: MedianCI
+    wall_s: MedianCI
+    total_wall_s: float
+    new_tokens: float
+    identical_fraction: float
+    repetition_4gram: MedianCI
+
+
+class ArmSummary(_ArmKeys, total=False):
+    """One arm's summary (`summarize`): the drafting keys where it drafts (k > 0), the paired
+    ones where a baseline of as many prompts ran beside it, the predictions where both."""
+
+    acceptance_rate: PointCI
+    mean_accepted_length: PointCI
+    position_acceptance: list[Num]
+    accepted_histogram: list[int]
+    draft_share_of_time: Num
+    draft_s_per_token: Num
+    verify_s_per_call: Num
+    speedup: PointCI
+    speedup_per_prompt: MedianCI
+    baseline_s_per_token: Num
+    cost_ratio: Num
+    per_token_acceptance_iid: Num
+    predicted_speedup_leviathan: Num
+    verify_cost_ratio: Num
+    predicted_speedup_calibrated: Num
+    acceptance_rate_pooled: Num
+
+
+class ArmsCell(TypedDict):
+    """One cell of a sweep (a context, a temperature): its arms, against that cell's baseline."""
+
+    arms: dict[str, ArmSummary]
 
 
 def _lengths(rows: Sequence[dict[str, Any]], key: str) -> list[list[int]]:

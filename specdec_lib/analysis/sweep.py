@@ -1,20 +1,89 @@
 """The context sweep's summary (04): per context the arms' summaries, a flat table with the
 paired speedup against the same context's baseline beside the earlier study's speedup (one
-reference-context baseline over every row), the baseline's growth with context, and headlines.
+reference-context baseline over every row), the baseline's growth with context, and headlines;
+and its declared shape (`SweepSummary`).
 
 Torch-free; knows nothing about how the rows were measured or where they are written.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from specdec_lib.analysis import stats
-from specdec_lib.analysis.summary import point, summarize
+from specdec_lib.analysis.summary import ArmsCell, Num, point, summarize
 from specdec_lib.results.catalog import BASELINE
-from specdec_lib.results.declare import Experiment, Figure
+from specdec_lib.results.declare import Experiment, Figure, StudySummary
+
+
+class SweepRow(TypedDict):
+    """One (context, arm) row of the sweep's flat table (`table_row`)."""
+
+    context: int
+    method: str
+    draft: str
+    k: int
+    n_prompts: int
+    use_cache: bool
+    total_wall_s: float
+    baseline_total_wall_s: float
+    tokens_per_s: Num
+    tokens_per_s_ci_low: Num
+    tokens_per_s_ci_high: Num
+    speedup: Num
+    speedup_ci_low: Num
+    speedup_ci_high: Num
+    earlier_style_speedup: Num
+    earlier_style_speedup_ci_low: Num
+    earlier_style_speedup_ci_high: Num
+    earlier_style_speedup_ci_method: str
+    acceptance_rate: Num
+    acceptance_rate_ci_low: Num
+    acceptance_rate_ci_high: Num
+    mean_accepted_length: Num
+
+
+class EarlierStyle(TypedDict):
+    """The reference context whose baseline the earlier study's speedup divides."""
+
+    reference_context: int
+    reference_total_wall_s: float
+
+
+class BaselineGrowth(TypedDict):
+    """The baseline's total time and time per token, one entry per context."""
+
+    context: list[int]
+    total_wall_s: list[float]
+    s_per_token: list[float]
+
+
+class SweepHeadline(TypedDict):
+    """Arm -> context -> speedup, paired and the earlier study's way (`sweep_headline`)."""
+
+    speedup_at: dict[str, dict[str, Num]]
+    earlier_style_speedup_at: dict[str, dict[str, Num]]
+
+
+class _SweepKeys(StudySummary):
+    contexts: list[int]
+    use_cache: bool
+    by_context: dict[str, ArmsCell]
+    table: list[SweepRow]
+    earlier_style: EarlierStyle
+    baseline_growth: BaselineGrowth
+    headline: SweepHeadline
+    kinds: dict[str, str]  # draft arm -> how it relates to the target (analysis.agreement)
+
+
+class SweepSummary(_SweepKeys, total=False):
+    """04's timed sweep's summary.json, with the KV cache on or off (`sweep_summary` and the
+    runner's primary arm and draft kinds). The runner always writes `primary`; a result from
+    before it is read, and the book asks for a re-run."""
+
+    primary: str
 
 
 def walls(rows: list[dict[str, Any]], context: int, method: str) -> np.ndarray:
@@ -168,6 +237,7 @@ context_sweep = Experiment(
     config="specdec_lib.runner.context_sweep:context_sweep_config",
     call="study.run_context_sweep(S, use_cache=True)",
     figures=CONTEXT_FIGURES,
+    summary=SweepSummary,
 )
 context_sweep_nocache = Experiment(
     "context_sweep_nocache",
@@ -177,4 +247,5 @@ context_sweep_nocache = Experiment(
     call="study.run_context_sweep(S, use_cache=False)",
     # the baseline alone: no acceptance to plot (the plot was an empty frame with an empty legend)
     figures=tuple(f for f in CONTEXT_FIGURES if f.file != "acceptance_vs_context.png"),
+    summary=SweepSummary,
 )

@@ -1,7 +1,9 @@
 """What declares an experiment: its name, one line for the reading, how it runs and builds its
-config (lazy `module:object` references, so that declaring loads no torch), its figures (file,
+config (lazy `module:object` references, so that declaring loads no torch), the shape of its
+summary.json (a TypedDict that `results.schema` checks on write and on read), its figures (file,
 drawing, caption) and the profile section it runs with where a profile names none; and a notebook
-(name, title, text, the experiments it runs). Stdlib only.
+(name, title, text, the experiments it runs). Also the keys every study summary has
+(`StudySummary`). Stdlib only.
 
 Knows nothing about any particular experiment (each declares itself in its analysis module) nor
 about the order of the study (`results.catalog` has the one list).
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 BASELINE = "baseline"  # the arm every speedup is paired against (draft "none")
 
@@ -20,6 +22,26 @@ def load(ref: str) -> Any:
     """The object a lazy reference `package.module:name` names (importing the module)."""
     module, _, name = ref.partition(":")
     return getattr(importlib.import_module(module), name)
+
+
+class PerPromptRecord(TypedDict):
+    """summary.json's record of per_prompt.csv as published (`results.schema.PER_PROMPT_RECORD`)."""
+
+    rows: int
+    sha256: str
+
+
+class _StudyKeys(TypedDict):
+    experiment: str
+    profile: str
+    roles: dict[str, str]  # role (bigram, transformer, ngram) -> the profile's arm for it
+
+
+class StudySummary(_StudyKeys, total=False):
+    """The keys every study experiment's summary.json has, whatever it measures (the runner
+    writes them); an experiment's declared summary extends it with its own (and its headline)."""
+
+    per_prompt_csv: PerPromptRecord  # absent from results published before it was recorded
 
 
 @dataclass(frozen=True)
@@ -44,7 +66,9 @@ class Experiment:
     cell's call, with `S` the Study), `what` (one line for the reading) and its figures.
     `defaults`: the profile section (`experiments.<name>`) a profile without that section runs
     it with; a profile's own section overrides its keys. None: every profile that runs
-    the experiment must name it (a profile without it is refused in one line)."""
+    the experiment must name it (a profile without it is refused in one line). `summary`: the
+    shape of its summary.json (a TypedDict extending `StudySummary`), refused on write and on
+    read where it differs (`results.schema.shape_problem`); None: unchecked."""
 
     name: str
     what: str
@@ -53,6 +77,7 @@ class Experiment:
     call: str
     figures: tuple[Figure, ...] = ()
     defaults: dict[str, Any] | None = field(default=None, hash=False)
+    summary: Any = None
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ object of the expected shape, a per_prompt.csv without a header, without rows or
 (truncated) row, a row count or sha256 other than summary.json recorded at publication (a CSV
 cut at a line boundary). `study=True` adds what every study experiment writes (experiment and
 profile names, the experiment matching the directory, a headline, a `prompt` column), which the
-reuse check and the book rely on. A damaged directory is recomputed by the batch and never rendered
-by the book.
+reuse check and the book rely on, and a summary.json of the shape its experiment declares
+(`results.declare.Experiment.summary`, checked by `shape_problem`: a declared key missing or of
+another type). A damaged directory is recomputed by the batch and never rendered by the book.
 
 Knows nothing about torch, models, notebooks or how a result was computed: it reads files only.
 """
@@ -18,14 +19,112 @@ import csv
 import hashlib
 import json
 import re
+import types
+import typing
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Union
 
 REQUIRED_FILES = ("config.json", "env.json", "summary.json", "per_prompt.csv")
 # summary.json's record of per_prompt.csv as published: {"rows": n, "sha256": hex}; a CSV cut at
 # a line boundary parses cleanly, only this tells it (results without the record: as before)
 PER_PROMPT_RECORD = "per_prompt_csv"
 _HASH = re.compile(r"[0-9a-f]{16}")
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else f"a {type(value).__name__}"
+
+
+def _name(shape: Any) -> str:
+    return getattr(shape, "__name__", None) or str(shape).replace("typing.", "")
+
+
+def _union_problem(value: Any, shape: Any, where: str, strict: bool) -> str | None:
+    """A value of X | Y | None: null where None is allowed, else one alternative that it fits
+    (an object or list of the one other alternative: what inside it does not fit)."""
+    args = typing.get_args(shape)
+    if value is None and type(None) in args:
+        return None
+    problems = [shape_problem(value, a, where, strict) for a in args if a is not type(None)]
+    if any(p is None for p in problems):
+        return None
+    deeper = len(problems) == 1 and isinstance(value, (dict, list))  # say what inside is off
+    return problems[0] if deeper else f"{where} is {_kind(value)}, not {_name(shape)}"
+
+
+def _mapping_problem(value: Any, shape: Any, where: str, strict: bool) -> str | None:
+    """A TypedDict (its required keys there, each declared key of its type; keys it does not
+    declare pass unless strict) or dict[str, X]."""
+    if not isinstance(value, dict):
+        return f"{where} is {_kind(value)}, not an object"
+    if typing.is_typeddict(shape):
+        hints = typing.get_type_hints(shape)
+        missing = [k for k in hints if k in shape.__required_keys__ and k not in value]
+        if missing:
+            return f"{where} has no {missing[0]!r}"
+        extra = [k for k in value if k not in hints]
+        if strict and extra:
+            return f"{where} has {extra[0]!r}, which {shape.__name__} does not declare"
+        items = [(k, hints[k]) for k in hints if k in value]
+    else:
+        items = [(k, typing.get_args(shape)[1]) for k in value]
+    for key, kind in items:
+        if problem := shape_problem(value[key], kind, f"{where}[{key!r}]", strict):
+            return problem
+    return None
+
+
+def shape_problem(value: Any, shape: Any, where: str = "it", strict: bool = False) -> str | None:
+    """Why JSON data (as `json` reads it back) is not of the declared shape, in one line naming
+    where (None when it is). Shapes: a TypedDict, dict[str, X], list[X], a union (X | None),
+    Literal, str, int, float (an int passes: JSON writes 1.0 as 1.0 but a count as 1), bool and
+    Any. The shapes are the experiments' declarations (`results.declare.Experiment.summary`).
+    strict: a key that a TypedDict does not declare is a problem too (the tests' check that a
+    declaration names everything its experiment writes; results read back allow more)."""
+    origin = typing.get_origin(shape)
+    if shape is Any:
+        return None
+    if origin in (Union, types.UnionType):
+        return _union_problem(value, shape, where, strict)
+    if origin is Literal:
+        ok = value in typing.get_args(shape)
+        return None if ok else f"{where} is {value!r}, not one of {typing.get_args(shape)}"
+    if typing.is_typeddict(shape) or origin is dict:
+        return _mapping_problem(value, shape, where, strict)
+    if origin is list:
+        if not isinstance(value, list):
+            return f"{where} is {_kind(value)}, not a list"
+        (item,) = typing.get_args(shape)
+        return next(
+            (
+                p
+                for i, v in enumerate(value)
+                if (p := shape_problem(v, item, f"{where}[{i}]", strict))
+            ),
+            None,
+        )
+    ok_types = (int, float) if shape is float else shape
+    if isinstance(value, ok_types) and (shape is bool or not isinstance(value, bool)):
+        return None
+    return f"{where} is {_kind(value)}, not {_name(shape)}"
+
+
+def declared_summary(experiment: str) -> Any:
+    """The summary shape experiment `experiment` declares (None: not a declared experiment, or
+    it declares none). Read from the catalog when asked: the declarations are loaded then."""
+    from specdec_lib.results import catalog
+
+    found = catalog.declared().get(experiment)
+    return found[1].summary if found else None
+
+
+def summary_problem(
+    experiment: str, summary: dict[str, Any], *, strict: bool = False
+) -> str | None:
+    """Why a summary (JSON data) is not of its experiment's declared shape (None: it is, or
+    none is declared), as `summary.json['key'] ...`."""
+    shape = declared_summary(experiment)
+    return None if shape is None else shape_problem(summary, shape, "summary.json", strict)
 
 
 def _json_object(path: Path) -> tuple[dict[str, Any] | None, str | None]:
@@ -110,4 +209,6 @@ def result_problem(path: Path, *, study: bool = False) -> str | None:
         for key, kind in (("arms", dict), ("table", list), ("roles", dict)):
             if key in summary and not isinstance(summary[key], kind):
                 return f"summary.json's {key!r} is not a {kind.__name__}"
+        if problem := summary_problem(path.name, summary):
+            return problem
     return _csv_problem(path / "per_prompt.csv", study, summary.get(PER_PROMPT_RECORD))

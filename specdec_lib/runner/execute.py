@@ -29,15 +29,18 @@ from specdec_lib.environment.tracking import (
     git_commit,
     memory_peaks,
 )
+from specdec_lib.errors import SpecdecError
 from specdec_lib.measure.paired import WARMUP_TOKENS, Arm, run_paired
 from specdec_lib.models import LoadedModel
 from specdec_lib.models.device import resolve_device, resolve_dtype
 from specdec_lib.models.loading import model_folder
 from specdec_lib.results.inputs import changed_input, fingerprint
+from specdec_lib.results.schema import summary_problem
 from specdec_lib.results.store import (
     Checkpoint,
     ExperimentResult,
     checkpoint_paths,
+    clean,
     load_result,
     publish,
 )
@@ -222,6 +225,8 @@ def execute(
         run = compute(Progress(tracker.log_row, checkpoint))
         wall = time.perf_counter() - t0
         summary = {"experiment": experiment, "profile": S.name, "roles": roles(S), **run.summary}
+        if problem := summary_problem(experiment, clean(summary)):  # as summary.json will read
+            raise SpecdecError(f"{experiment}: not published, its summary differs: {problem}")
         env = run_environment(S, config, wall, checkpoint)
         figures = figure_painter(S, experiment, summary, run.rows)
         path = publish(S.store, experiment, config, env, run.rows, summary, figures, run.extra)

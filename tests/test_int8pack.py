@@ -14,6 +14,8 @@ from test_divergent_drafts import CASES, loaded_of
 from specdec_lib.config import SamplingConfig
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import speculative_decode
+from specdec_lib.core.draft import NoDrafter
+from specdec_lib.core.processors import RepetitionControl
 from specdec_lib.core.sampling import make_generator
 from specdec_lib.drafters.int8pack import Int8Linear, Int8WeightDrafter, int8_bytes, quantize_rows
 from specdec_lib.drafters.perturbed import decoder_linears
@@ -143,3 +145,57 @@ def test_the_loopfree_bench_runs_the_int8_draft_and_keeps_only_the_arms_named():
     assert rp["arms"]["int8w"]["identical_to_baseline"] == 1.0
     assert rp["arms"]["int8w"]["draft"] == "int8w:16384" and result["arms_kept"] == ["int8w"]
     assert rp["best_ours"] == "int8w" and rp["best_hf"] is None
+
+
+RP = RepetitionControl(repetition_penalty=1.2)
+
+
+def greedy_under(target: torch.nn.Module, prompt: list[int], new: int) -> list[int]:
+    """The autoregressive baseline's tokens under the repetition penalty."""
+    gen = speculative_decode(
+        CachedLM(target), NoDrafter(), prompt, k=1, max_new_tokens=new, control=RP
+    )
+    return gen.tokens
+
+
+@pytest.mark.parametrize("spec", ["self:4", "shared", "adaptive:self:4"])
+def test_under_a_repetition_penalty_a_draft_that_is_the_target_is_always_accepted(target64, spec):
+    """The decode loop hands the drafter the verifier's control (`process_with`): a drafter
+    computing the target's own logits (a wrapped one too) processes them too, so no guess is
+    rejected."""
+    drafter = build(spec, DraftContext(loaded_of(target64), lambda: list(range(VOCAB))))
+    for i, (n, k, new) in enumerate(CASES):
+        prompt = random_prompt(80 + i, n)
+        gen = speculative_decode(
+            CachedLM(target64), drafter, prompt, k=k, max_new_tokens=new, control=RP
+        )
+        assert gen.tokens == greedy_under(target64, prompt, new), (spec, n, k, new)
+        assert gen.stats.accepted == gen.stats.proposed, (spec, n, k, new)
+
+
+STRONG = RepetitionControl(repetition_penalty=3.0)  # changes the tiny target's choices often
+
+
+@pytest.mark.parametrize("keep", [KEEP, VOCAB])
+def test_the_int8_draft_under_a_repetition_penalty_is_lossless_and_agrees_more_processed(
+    target32, keep
+):
+    accepted = []
+    for told in (True, False):  # False: the drafter is never told (its logits unprocessed)
+        drafter = int8w(target32, keep)
+        if not told:
+            drafter.process_with = lambda control: None
+        total = 0
+        for i, (n, k, new) in enumerate(CASES):
+            prompt = random_prompt(90 + i, n)
+            gen = speculative_decode(
+                CachedLM(target32), drafter, prompt, k=k, max_new_tokens=new, control=STRONG
+            )
+            want = speculative_decode(
+                CachedLM(target32), NoDrafter(), prompt, k=1, max_new_tokens=new, control=STRONG
+            )
+            assert gen.tokens == want.tokens, (keep, n, k, new)
+            check_stats(gen, k=k, prompt_len=n)
+            total += gen.stats.accepted
+        accepted.append(total)
+    assert accepted[0] > accepted[1]

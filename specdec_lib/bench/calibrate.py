@@ -74,6 +74,7 @@ def _fastest_calls(
     prefill(lm, seq)
     for a in ours:
         a.generator.drafter.attach(lm)
+        a.generator.drafter.process_with(a.generator.control)
         a.generator.drafter.begin(list(seq))
     fastest = {a.method.name: (math.inf, math.inf, 0) for a in ours}
     for _ in range(repeats):

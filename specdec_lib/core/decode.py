@@ -196,6 +196,7 @@ def speculative_decode(
     device_sync(device)
     t0 = time.perf_counter()
     drafter.attach(target)
+    drafter.process_with(control)
     drafter.begin(seq)
     prefill(target, seq)
     device_sync(device)

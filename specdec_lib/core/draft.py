@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import torch
 
     from specdec_lib.core.cache import CachedLM
+    from specdec_lib.core.processors import RepetitionControl
 
 
 @dataclass
@@ -62,6 +63,11 @@ class Drafter(ABC):
     def attach(self, target: CachedLM) -> None:  # noqa: B027 - optional hook
         """The target that will verify this drafter's proposals, before each sequence. A drafter
         that runs the target's own layers keeps it; the others ignore it."""
+
+    def process_with(self, control: RepetitionControl) -> None:  # noqa: B027 - optional hook
+        """The repetition control the verifier applies to the target's logits, before each
+        sequence. A drafter that computes logits applies it to its own, so that its guesses follow
+        the processed target; the others ignore it (their drafts are still checked against it)."""
 
     def begin(self, prompt: list[int]) -> None:  # noqa: B027 - optional hook
         """A new sequence starts with these ids."""

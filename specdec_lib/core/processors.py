@@ -11,10 +11,12 @@
 target's distribution after prefix + drafts[:i], so it is processed against exactly that sequence,
 the accepted-so-far draft tokens included. Greedy speculation then takes the argmax of processed
 rows and stays token-identical to step-by-step greedy decoding under the same processing;
-speculative sampling rejects against the processed p and stays exact for it. Drafts are proposed
-unprocessed (a proposal only needs to be checked against the processed target; a sampling draft's
-q is whatever it sampled from), so every drafter honours the control except tree verification,
-whose one call reads its own argmax.
+speculative sampling rejects against the processed p and stays exact for it. A proposal only needs
+to be checked against the processed target (a sampling draft's q is whatever it sampled from), so
+every drafter honours the control except tree verification, whose one call reads its own argmax;
+the drafters that compute logits (model drafters, the shared-body drafter) also process their own
+with it (`Drafter.process_with`, called by the decode loop), or their guesses would follow the
+unprocessed model and be rejected wherever the penalty changes the target's choice.
 
 Knows nothing about models, caches or drafters; loads torch only to process logits.
 """

@@ -17,14 +17,16 @@ from specdec_lib.core.draft import Drafter, NoDrafter
 
 if TYPE_CHECKING:
     from specdec_lib.core.cache import CachedLM
+    from specdec_lib.core.processors import RepetitionControl
     from specdec_lib.drafters.registry import DraftContext
 
 
 class Wrapping(Drafter):
     """A drafter that hands some or all of its proposals to another one, `wrapped()` (a
-    fallback, an inner drafter; None: none). attach, begin and observe reach the wrapped drafter
-    too, so that one which keeps state (the shared-body drafter's target, a schedule) sees every
-    sequence and every verification; a subclass that extends a hook calls super()."""
+    fallback, an inner drafter; None: none). attach, process_with, begin and observe reach the
+    wrapped drafter too, so that one which keeps state (the shared-body drafter's target, a
+    schedule) sees every sequence and every verification; a subclass that extends a hook calls
+    super()."""
 
     @abstractmethod
     def wrapped(self) -> Drafter | None:
@@ -34,6 +36,11 @@ class Wrapping(Drafter):
         """Attach the wrapped drafter to the target too."""
         if (w := self.wrapped()) is not None:
             w.attach(target)
+
+    def process_with(self, control: RepetitionControl) -> None:
+        """Hand the wrapped drafter the repetition control too."""
+        if (w := self.wrapped()) is not None:
+            w.process_with(control)
 
     def begin(self, prompt: list[int]) -> None:
         """Start the wrapped drafter's sequence too."""

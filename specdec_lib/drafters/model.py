@@ -3,7 +3,11 @@
 Before each proposal the draft's cache is rolled back to the longest prefix it shares with the
 sequence (rejected draft tokens are dropped, accepted ones kept), the missing ids are fed, and K
 tokens are decoded one at a time. Greedy: argmax. Sampling: each token is drawn from q, the draft's
-logits processed exactly like the target's, and q is returned for the verifier.
+logits processed exactly like the target's, and q is returned for the verifier. Under a
+repetition control (`process_with`: the penalty the verifier applies to the target's logits) the
+draft's logits are processed by it too, against the sequence and the tokens drafted so far, so
+that its guesses follow the processed target (unprocessed, an int8 copy of the embedded target
+agreed with its greedy tokens under a penalty of 1.2 on 36% of them, processed on 82%).
 
 `vocab_size` slices the draft's logits to the ids it shares with the target; `token_map` maps a
 pruned head's rows back to vocabulary ids (a self-draft with a frequency-pruned LM head). A
@@ -22,6 +26,7 @@ import torch
 
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.draft import Draft, Drafter
+from specdec_lib.core.processors import NO_CONTROL, RepetitionControl
 from specdec_lib.core.sampling import logits_to_probs, sample
 from specdec_lib.drafters.registry import DraftContext
 
@@ -32,9 +37,19 @@ def choose(
     generator: torch.Generator,
     token_map: torch.Tensor | None = None,  # [V_head] vocabulary id of each head row
     full_vocab: int | None = None,  # width of q when token_map is set
+    control: RepetitionControl = NO_CONTROL,
+    prefix: list[int] | None = None,  # the sequence the token follows (for the control)
 ) -> tuple[int, torch.Tensor | None]:
     """One draft token from a head's logits: (vocabulary id, q over the full vocabulary, None
-    when greedy). q is exactly the distribution the token was drawn from."""
+    when greedy). q is exactly the distribution the token was drawn from. An active control
+    processes the logits against prefix first (a pruned head's rows spread over the full
+    vocabulary, -inf elsewhere)."""
+    if control.active:
+        if token_map is not None:
+            full = logits.new_full((1, full_vocab), float("-inf"))
+            full[0, token_map] = logits[0]
+            logits, token_map = full, None
+        logits = control.process(logits, prefix or [])
     if sampling.greedy:
         row = int(logits[0].argmax())
         return (int(token_map[row]) if token_map is not None else row), None
@@ -64,6 +79,7 @@ class ModelDrafter(Drafter):
         tokenizer=None,  # the draft's own (Hugging Face assisted generation needs it)
     ):
         self.lm = CachedLM(model, use_cache=use_cache, vocab_size=vocab_size)
+        self.control: RepetitionControl = NO_CONTROL  # the verifier's (`process_with`)
         self.token_map = token_map
         self.full_vocab = full_vocab
         self.tokenizer = tokenizer
@@ -94,8 +110,16 @@ class ModelDrafter(Drafter):
         new.lm = CachedLM(self.lm.model, use_cache=use_cache, vocab_size=self.lm.vocab_size)
         return new
 
-    def _choose(self, logits: torch.Tensor, sampling, generator) -> tuple[int, torch.Tensor | None]:
-        return choose(logits, sampling, generator, self.token_map, self.full_vocab)
+    def process_with(self, control: RepetitionControl) -> None:
+        """Process the draft's logits with the verifier's repetition control from now on."""
+        self.control = control
+
+    def _choose(
+        self, logits: torch.Tensor, sampling, generator, prefix: list[int]
+    ) -> tuple[int, torch.Tensor | None]:
+        return choose(
+            logits, sampling, generator, self.token_map, self.full_vocab, self.control, prefix
+        )
 
     def propose(self, seq, k, sampling, generator) -> Draft:
         """k tokens decoded by the draft model (greedy or sampled), with their q when sampled."""
@@ -104,7 +128,7 @@ class ModelDrafter(Drafter):
         tokens: list[int] = []
         qs: list[torch.Tensor] = []
         for i in range(k):
-            tok, q = self._choose(logits, sampling, generator)
+            tok, q = self._choose(logits, sampling, generator, [*seq, *tokens])
             tokens.append(tok)
             if q is not None:
                 qs.append(q)

@@ -12,7 +12,8 @@ rejected positions from the target's cache.
 
 A guess is wrong only where the target's choice lies outside the kept ids (greedy: the pruned
 argmax equals the full one whenever the full one is kept) or, sampling, by the usual
-min(1, p/q) rule, q being the pruned head's distribution. The body runs on one position per
+min(1, p/q) rule, q being the pruned head's distribution. Under the verifier's repetition control
+(`process_with`) the pruned head's logits are processed by it too. The body runs on one position per
 call, like the baseline, so the hidden states are the baseline's; the head's product over K + 1
 rows may round differently from one row's (as every verification's does).
 
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from specdec_lib.core.draft import Draft, Drafter
+from specdec_lib.core.processors import NO_CONTROL, RepetitionControl
 from specdec_lib.drafters.model import choose
 from specdec_lib.drafters.registry import SELF_KEEP, DraftContext
 from specdec_lib.drafters.self_draft import frequent_ids, pruned_linear
@@ -48,8 +50,13 @@ class SharedBodyDrafter(Drafter):
             raise SpecdecError("the shared-body drafter needs a non-empty 1-D tensor of kept ids")
         self.keep_ids, self.full_vocab = keep_ids, full_vocab
         self.target: CachedLM | None = None
+        self.control: RepetitionControl = NO_CONTROL  # the verifier's (`process_with`)
         # the pruned head per target model (weak: a dropped model frees its pruned head)
         self._heads: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def process_with(self, control: RepetitionControl) -> None:
+        """Process the pruned head's logits with the verifier's repetition control."""
+        self.control = control
 
     def attach(self, target: CachedLM) -> None:
         """Keep the target whose body and cache the drafts run on (it needs a KV cache)."""
@@ -85,8 +92,10 @@ class SharedBodyDrafter(Drafter):
         tokens: list[int] = []
         qs: list[torch.Tensor] = []
         for _ in range(k):
+            logits = t.head(hidden[-1], head)
+            prefix = [*seq, *tokens]
             tok, q = choose(
-                t.head(hidden[-1], head), sampling, generator, token_map, self.full_vocab
+                logits, sampling, generator, token_map, self.full_vocab, self.control, prefix
             )
             tokens.append(tok)
             if q is not None:

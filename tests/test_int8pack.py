@@ -143,7 +143,7 @@ def test_the_loopfree_bench_runs_the_int8_draft_and_keeps_only_the_arms_named():
     rp, t07 = result["groups"]["rp_c20"], result["groups"]["t07_c20"]
     assert set(rp["arms"]) == set(t07["arms"]) == {"baseline", "int8w"}
     assert rp["arms"]["int8w"]["identical_to_baseline"] == 1.0
-    assert rp["arms"]["int8w"]["draft"] == "int8w:16384" and result["arms_kept"] == ["int8w"]
+    assert rp["arms"]["int8w"]["draft"] == "int8w:32768" and result["arms_kept"] == ["int8w"]
     assert rp["best_ours"] == "int8w" and rp["best_hf"] is None
 
 

@@ -27,10 +27,12 @@ from specdec_lib.reporting.figures.book import (
 from specdec_lib.reporting.figures.style import new_figure, show
 from specdec_lib.reporting.format import (admonition, ci, ci_pct, common_markdown, md_table,
                                           missing_note, num, pct, split_common)
-from specdec_lib.reporting.tables import (
-    beside_published, config_table, env_table, headline_table, identity_clause, identity_sentence,
-    identity_table, k_sweep_table, peers_table, sampling_table, sequence_sentence, sequence_table,
-    study_table, total_batch_seconds, transformer_note, batch_time_sentence)
+from specdec_lib.reporting.identity import identity_clause, identity_sentence, identity_table
+from specdec_lib.reporting.runs import (batch_time_sentence, config_table, env_table,
+                                        total_batch_seconds)
+from specdec_lib.reporting.sampling_tables import sampling_table, sequence_sentence, sequence_table
+from specdec_lib.reporting.tables import (beside_published, headline_table, k_sweep_table,
+                                          peers_table, study_table, transformer_note)
 from specdec_lib.reporting.verdicts import (LABELS, bottom_line, h3_per_draft, key_numbers,
                                             replay_check_sentence, rule_markdown, scope,
                                             t4_beside, verdict_table, verdicts)

@@ -49,18 +49,18 @@ def _embedded_with_identity(ident: dict | None):
 
 
 def test_the_introduction_promises_an_explanation_of_divergences_only_where_there_were_some():
-    from specdec_lib.reporting import tables
+    from specdec_lib.reporting import identity
 
     same = {"bfloat16": {"dtype": "bfloat16", "identical_fraction": 1.0, "n_prompts": 6}}
-    clause = tables.identity_clause(_embedded_with_identity(same))
+    clause = identity.identity_clause(_embedded_with_identity(same))
     assert "not always" not in clause and "0 of 6 in bfloat16" in clause
-    assert "no margin to plot" in tables.identity_sentence(_embedded_with_identity(same))
+    assert "no margin to plot" in identity.identity_sentence(_embedded_with_identity(same))
     differ = {"bfloat16": {"dtype": "bfloat16", "identical_fraction": 0.5, "n_prompts": 6,
                            "divergence_margins": [0.1, 0.2, 0.05]}}  # fmt: skip
-    clause = tables.identity_clause(_embedded_with_identity(differ))
+    clause = identity.identity_clause(_embedded_with_identity(differ))
     assert "not always token-identical (3 of 6 in bfloat16 differed)" in clause
-    assert "no margin" not in tables.identity_sentence(_embedded_with_identity(differ))
-    assert "whether" in tables.identity_clause(_embedded_with_identity(None))
+    assert "no margin" not in identity.identity_sentence(_embedded_with_identity(differ))
+    assert "whether" in identity.identity_clause(_embedded_with_identity(None))
 
 
 def test_the_transformer_draft_beside_the_earlier_study_states_its_measured_cost():

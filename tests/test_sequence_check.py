@@ -20,7 +20,7 @@ from specdec_lib.core.sampling import make_generator, sample, uniform
 from specdec_lib.core.verify import Verdict, residual
 from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.reporting.readings import _extra_tables
-from specdec_lib.reporting.tables import sequence_sentence, sequence_table
+from specdec_lib.reporting.sampling_tables import sequence_sentence, sequence_table
 from specdec_lib.runner import distribution
 from specdec_lib.runner.distribution import (
     DRAFT_PATHS,

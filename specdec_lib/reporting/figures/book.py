@@ -21,7 +21,7 @@ from specdec_lib.analysis.theory import a_from_rate
 from specdec_lib.analysis.verdicts import sweep_primary
 from specdec_lib.reporting.earlier import earlier_drop, earlier_recomputed
 from specdec_lib.reporting.figures import arms, context, results
-from specdec_lib.reporting.tables import identity_margins
+from specdec_lib.reporting.identity import identity_margins
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.read import Profile, role_arm, stored_sweep_table, sweep_contexts
 from specdec_lib.results.store import ExperimentResult

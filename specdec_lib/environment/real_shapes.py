@@ -79,32 +79,30 @@ class Shape:
         return self.vocab * self.hidden + self.layers * (layer + 2 * self.head_dim) + self.hidden
 
     def config(self) -> Any:
-        from transformers import Gemma3TextConfig
+        """Its Gemma3TextConfig: `runner.tiny.text_config` at this shape, RoPE as Gemma 3's (the
+        global layers' linearly scaled by rope_factor where given)."""
+        from specdec_lib.runner.tiny import text_config
 
         full = {"rope_type": "default", "rope_theta": 1_000_000.0}
         if self.rope_factor is not None:
             full = {"rope_type": "linear", "factor": self.rope_factor, "rope_theta": 1_000_000.0}
-        return Gemma3TextConfig(
-            vocab_size=self.vocab,
-            hidden_size=self.hidden,
-            intermediate_size=self.intermediate,
-            num_hidden_layers=self.layers,
-            num_attention_heads=self.heads,
-            num_key_value_heads=self.kv_heads,
+        return text_config(
+            self.vocab,
+            self.hidden,
+            self.layers,
+            self.heads,
+            window=self.window,
+            kinds=self.layer_types(),
+            max_positions=self.positions,
+            intermediate=self.intermediate,
+            kv_heads=self.kv_heads,
             head_dim=self.head_dim,
-            query_pre_attn_scalar=self.head_dim,
-            sliding_window=self.window,
-            layer_types=self.layer_types(),
-            max_position_embeddings=self.positions,
+            tied=True,
+            initializer_range=0.02,  # transformers' default, as the hub's configs have it
             rope_parameters={
                 "full_attention": full,
                 "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
             },
-            tie_word_embeddings=True,
-            pad_token_id=0,
-            eos_token_id=1,
-            bos_token_id=2,
-            attn_implementation="sdpa",
         )
 
 

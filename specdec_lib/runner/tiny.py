@@ -69,28 +69,41 @@ def text_config(
     window: int = 32,
     kinds: Sequence[str] = ALTERNATING,
     max_positions: int = 4096,
+    intermediate: int | None = None,
+    kv_heads: int = 1,
+    head_dim: int | None = None,
+    tied: bool = False,
+    **extra: Any,
 ) -> Gemma3TextConfig:
     """A few Gemma 3 layers over n_ids ids, their attention kinds cycling through `kinds`
     (sliding and full alternating): the one tiny Gemma config, of the smoke profiles' models and
-    of the tests' (`tests/conftest.tiny_gemma`, the saved model of `tests/test_models.py`)."""
+    of the tests' (`tests/conftest.tiny_gemma`, the saved model of `tests/test_models.py`), and
+    the one Gemma text config the real shapes build too (`environment.real_shapes.Shape.config`:
+    their MLP width, key/value heads, head size, tied embeddings and `extra` settings such as
+    rope_parameters; unset, the tiny model's: 2 x hidden, 1, hidden / heads, untied)."""
+    head_dim = head_dim or hidden // heads
+    settings: dict[str, Any] = {
+        "initializer_range": 0.2,  # with untied embeddings: continuations that vary
+        **extra,
+    }
     return Gemma3TextConfig(
         vocab_size=n_ids,
         hidden_size=hidden,
-        intermediate_size=2 * hidden,
+        intermediate_size=intermediate or 2 * hidden,
         num_hidden_layers=layers,
         num_attention_heads=heads,
-        num_key_value_heads=1,
-        head_dim=hidden // heads,
-        query_pre_attn_scalar=hidden // heads,
+        num_key_value_heads=kv_heads,
+        head_dim=head_dim,
+        query_pre_attn_scalar=head_dim,
         sliding_window=window,
         layer_types=[kinds[i % len(kinds)] for i in range(layers)],
         max_position_embeddings=max_positions,
-        initializer_range=0.2,  # with untied embeddings: continuations that vary
-        tie_word_embeddings=False,
+        tie_word_embeddings=tied,
         pad_token_id=0,
         eos_token_id=1,
         bos_token_id=2,
         attn_implementation="sdpa",  # eager softmaxes in float32 even for float64 weights
+        **settings,
     )
 
 

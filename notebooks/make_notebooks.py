@@ -127,7 +127,7 @@ sys.path.insert(0, str(root))
 
 from specdec_lib import study  # noqa: E402
 
-S = study.setup(
+study_run = study.setup(
     profile,
     quick=QUICK,
     results_dir=results_dir,
@@ -136,12 +136,12 @@ S = study.setup(
     dtype=dtype,
 )
 print(
-    f"profile {S.name}: target {S.profile['target']}, dtype {S.profile.get('dtype')}, "
-    f"results in {study.rel(S.store.dir(''))}"
+    f"profile {study_run.name}: target {study_run.profile['target']}, "
+    f"dtype {study_run.profile.get('dtype')}, results in {study.rel(study_run.store.dir(''))}"
 )
 # before anything runs: the minutes each experiment will take, from its counts and a few target
 # calls timed here (runner/estimate.py); nothing is measured when every result is stored
-study.print_estimate(S, EXPERIMENT_NAMES)
+study.print_estimate(study_run, EXPERIMENT_NAMES)
 """
 
 
@@ -155,7 +155,7 @@ BUNDLE = """\
 # Colab only: zip this profile's results (beside them, on Drive by default) for the way back into
 # the book: `python -m specdec_lib import-bundle PATH.zip` on your machine (README, "Colab results")
 if "google.colab" in sys.modules:
-    study.write_bundle(S)"""
+    study.write_bundle(study_run)"""
 
 
 def badge(name: str) -> str:
@@ -206,7 +206,9 @@ def build(notebook: catalog.Notebook, commit: str = "") -> nbformat.NotebookNode
     ]
     for ref in notebook.experiments:
         e = load(ref)
-        cells.append(new_code_cell(f'result = {e.call}\nstudy.display_result(S, "{e.name}")'))
+        cells.append(
+            new_code_cell(f'result = {e.call}\nstudy.display_result(study_run, "{e.name}")')
+        )
     cells.append(new_code_cell(BUNDLE))
     nb = new_notebook(
         cells=cells,

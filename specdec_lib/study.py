@@ -1,6 +1,6 @@
 """The study's experiments, as functions the notebooks call: profile -> arms -> result files.
 
-A notebook does `S = study.setup(profile, results_dir=..., force=...)` and then one of the
+A notebook does `study_run = study.setup(profile, results_dir=..., force=...)` and then one of the
 `run_*` functions, each of which builds its config from the profile alone, returns the stored
 result when one exists for the same config hash (unless forced or FORCE=1), and otherwise loads
 the target (once per process), builds the arms, runs them paired and interleaved per prompt
@@ -110,18 +110,20 @@ def setup(
     return setup_context(profile, draw=declared.draw, results_dir=home, **kwargs)
 
 
-def write_bundle(S: Study) -> Path:
+def write_bundle(study_run: Study) -> Path:
     """Zip the profile's finished results beside them (`<results_dir>/<profile>-bundle.zip`) for
     `python -m specdec_lib import-bundle` (`results.bundle`); says where in one line."""
-    out = bundle.write_bundle(S.store.dir(""), S.results_dir / f"{S.name}-bundle.zip")
+    out = bundle.write_bundle(
+        study_run.store.dir(""), study_run.results_dir / f"{study_run.name}-bundle.zip"
+    )
     print(f"results bundle: {out} (download it; then python -m specdec_lib import-bundle FILE)")
     return out
 
 
-def display_result(S: Study, experiment: str) -> None:
+def display_result(study_run: Study, experiment: str) -> None:
     """Show an experiment's reading, table and captioned figures from its stored result files
     (what the book renders; `reporting.readings`)."""
-    display_reading(S.store.dir(experiment))
+    display_reading(study_run.store.dir(experiment))
 
 
 def declared_runs() -> dict[str, str]:

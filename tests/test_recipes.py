@@ -115,7 +115,7 @@ TOY = Experiment(
     "a toy experiment that the recipes' test declares",
     run="test_recipes:run_toy",
     config="test_recipes:toy_config",
-    call="study.run_toy(S)",
+    call="study.run_toy(study_run)",
     defaults={"n_prompts": 1},  # what a profile without a `toy` section runs it with
 )
 TOY_WITH_FIGURE = Experiment(
@@ -168,8 +168,13 @@ def test_experiment_recipe_toy_reaches_catalog_readings_and_notebooks(monkeypatc
     assert TOY.what in readings.what_was_run({"experiment": "toy"}, config, {})
     nb = _generator().build(TOY_NOTEBOOK)
     assert "# 08. Toy" in nb.cells[0].source and "A toy notebook." in nb.cells[0].source
-    assert nb.cells[-2].source == 'result = study.run_toy(S)\nstudy.display_result(S, "toy")'
-    assert "study.write_bundle(S)" in nb.cells[-1].source  # every notebook ends with its bundle'
+    assert (
+        nb.cells[-2].source
+        == 'result = study.run_toy(study_run)\nstudy.display_result(study_run, "toy")'
+    )
+    assert (
+        "study.write_bundle(study_run)" in nb.cells[-1].source
+    )  # every notebook ends with its bundle'
 
 
 def test_figure_recipe_toy_is_drawn_into_the_result_directory_and_captioned(

@@ -202,7 +202,7 @@ agreement = Experiment(
     "teacher-forced agreement of draft and target on the same positions (no timing)",
     run="specdec_lib.runner.agreement:run_agreement",
     config="specdec_lib.runner.agreement:agreement_config",
-    call="study.run_agreement(S)",
+    call="study.run_agreement(study_run)",
     summary=AgreementSummary,
     figures=(
         Figure(

@@ -150,7 +150,7 @@ k_sweep = Experiment(
     "the transformer draft at each draft length K, and an adaptive-K schedule",
     run="specdec_lib.runner.k_sweep:run_k_sweep",
     config="specdec_lib.runner.k_sweep:k_sweep_config",
-    call="study.run_k_sweep(S)",
+    call="study.run_k_sweep(study_run)",
     summary=KSweepSummary,
     figures=(
         Figure(

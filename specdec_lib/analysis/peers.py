@@ -146,7 +146,7 @@ peers = Experiment(
     "Hugging Face `generate` (greedy, prompt lookup, assisted) beside our decoders",
     run="specdec_lib.runner.peers:run_peers",
     config="specdec_lib.runner.peers:peers_default_config",
-    call="study.run_peers(S)",
+    call="study.run_peers(study_run)",
     summary=PeersSummary,
     figures=(
         Figure(

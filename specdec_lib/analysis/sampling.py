@@ -232,7 +232,7 @@ sampling = Experiment(
     "lossless speculative sampling at temperature > 0",
     run="specdec_lib.runner.sampling:run_sampling",
     config="specdec_lib.runner.sampling:sampling_config",
-    call="study.run_sampling(S)",
+    call="study.run_sampling(study_run)",
     summary=SamplingSummary,
     figures=(
         Figure(

@@ -154,7 +154,7 @@ baseline = Experiment(
     "the KV-cached autoregressive baseline: one target call per generated token",
     run="specdec_lib.runner.single:run_baseline",
     config="specdec_lib.runner.single:baseline_config",
-    call="study.run_baseline(S)",
+    call="study.run_baseline(study_run)",
     summary=BaselineSummary,
     figures=(
         Figure(
@@ -170,7 +170,7 @@ bigram = Experiment(
     "a bigram drafter (a table fitted on WikiText-2) against the paired baseline",
     run="specdec_lib.runner.single:run_bigram",
     config="specdec_lib.runner.single:bigram_config",
-    call="study.run_bigram(S)",
+    call="study.run_bigram(study_run)",
     figures=PAIR_FIGURES,
     summary=PairSummary,
 )
@@ -179,7 +179,7 @@ transformer_draft = Experiment(
     "a transformer draft against the paired baseline",
     run="specdec_lib.runner.single:run_transformer_draft",
     config="specdec_lib.runner.single:transformer_config",
-    call="study.run_transformer_draft(S)",
+    call="study.run_transformer_draft(study_run)",
     figures=PAIR_FIGURES,
     summary=TransformerSummary,
 )

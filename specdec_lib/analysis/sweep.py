@@ -235,7 +235,7 @@ context_sweep = Experiment(
     "drafting at growing visible context, each context against its own baseline",
     run="specdec_lib.runner.context_sweep:run_context_sweep",
     config="specdec_lib.runner.context_sweep:context_sweep_config",
-    call="study.run_context_sweep(S, use_cache=True)",
+    call="study.run_context_sweep(study_run, use_cache=True)",
     figures=CONTEXT_FIGURES,
     summary=SweepSummary,
 )
@@ -244,7 +244,7 @@ context_sweep_nocache = Experiment(
     "the context sweep with the KV cache off (every call re-reads the whole sequence)",
     run="specdec_lib.runner.context_sweep:run_context_sweep_nocache",
     config="specdec_lib.runner.context_sweep:context_sweep_nocache_config",
-    call="study.run_context_sweep(S, use_cache=False)",
+    call="study.run_context_sweep(study_run, use_cache=False)",
     # the baseline alone: no acceptance to plot (the plot was an empty frame with an empty legend)
     figures=tuple(f for f in CONTEXT_FIGURES if f.file != "acceptance_vs_context.png"),
     summary=SweepSummary,

@@ -63,7 +63,7 @@ def _arms(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def check_identity(S: Study) -> dict[str, Any]:
+def check_identity(study_run: Study) -> dict[str, Any]:
     """Run every experiment on the device; greedy arms of ours must equal the baseline."""
     results = {}
     runs = [
@@ -78,7 +78,7 @@ def check_identity(S: Study) -> dict[str, Any]:
         run_peers,
     ]
     for run in runs:
-        res = run(S)
+        res = run(study_run)
         results[res.summary["experiment"]] = res
     not_identical = {}
     for exp in GREEDY:
@@ -99,14 +99,14 @@ def check_identity(S: Study) -> dict[str, Any]:
     }
 
 
-def check_sampling(S: Study, seeds: int = 50) -> dict[str, Any]:
+def check_sampling(study_run: Study, seeds: int = 50) -> dict[str, Any]:
     """T = 1 with the narrower draft over many seeds: no crash, ids inside the vocabulary."""
     from specdec_lib.generate import Generator
 
-    loaded = load_target(S)
-    drafter = get_drafter(S, loaded, S.profile["drafts"]["transformer"])
+    loaded = load_target(study_run)
+    drafter = get_drafter(study_run, loaded, study_run.profile["drafts"]["transformer"])
     gen = Generator.from_loaded(loaded, drafter)
-    prompts = prompts_for(S, loaded, 4, 20)
+    prompts = prompts_for(study_run, loaded, 4, 20)
     limit = drafter.embed_limit or loaded.vocab_size
     unembeddable, tokens = 0, 0
     for seed in range(seeds):
@@ -201,11 +201,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     try:
         with tempfile.TemporaryDirectory(prefix="specdec-gpu-check-") as tmp:
-            S = setup(PROFILE, results_dir=tmp, force=True)
-            S.profile["device"] = args.device
+            study_run = setup(PROFILE, results_dir=tmp, force=True)
+            study_run.profile["device"] = args.device
             checks = {
-                "identity": check_identity(S),
-                "sampling": check_sampling(S),
+                "identity": check_identity(study_run),
+                "sampling": check_sampling(study_run),
                 "timing": check_timing(device),
                 "memory": check_memory(device, before),
             }

@@ -63,7 +63,7 @@ class Figure:
 class Experiment:
     """One result directory of the study: `run` (lazy reference to run(Study) ->
     ExperimentResult), `config` (lazy reference to config(Study) -> dict), `call` (the notebook
-    cell's call, with `S` the Study), `what` (one line for the reading) and its figures.
+    cell's call, with `study_run` the Study that `study.setup` returned), `what` (one line for the reading) and its figures.
     `defaults`: the profile section (`experiments.<name>`) a profile without that section runs
     it with; a profile's own section overrides its keys. None: every profile that runs
     the experiment must name it (a profile without it is refused in one line). `summary`: the

@@ -12,19 +12,16 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from specdec_lib.analysis.summary import ArmSummary, Num, PointCI, point
+from specdec_lib.analysis.summary import ArmSummary, Num, PointCI, SpeedupColumns, point
 from specdec_lib.analysis.theory import best_k, expected_speedup
 from specdec_lib.results.declare import Experiment, Figure, StudySummary
 
 
-class KRow(TypedDict):
+class KRow(SpeedupColumns):
     """One fixed K's row of the table (`k_row`, and the pooled prediction)."""
 
     k: int
     method: str
-    speedup: Num
-    speedup_ci_low: Num
-    speedup_ci_high: Num
     predicted_speedup_leviathan: Num
     predicted_speedup_calibrated: Num
     predicted_speedup_pooled: Num

@@ -13,7 +13,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from specdec_lib.analysis import stats
-from specdec_lib.analysis.summary import ArmSummary, Num
+from specdec_lib.analysis.summary import ArmSummary, Num, SpeedupColumns, TokensPerSColumns
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.declare import Experiment, Figure, StudySummary
 
@@ -37,17 +37,11 @@ ACCEPTANCE_KEYS = (
 )
 
 
-class PeerRow(TypedDict):
+class PeerRow(SpeedupColumns, TokensPerSColumns):
     """One arm's row of the table (`peers_table`)."""
 
     method: str
     implementation: str  # "hf" or "ours"
-    tokens_per_s: Num
-    tokens_per_s_ci_low: Num
-    tokens_per_s_ci_high: Num
-    speedup: Num
-    speedup_ci_low: Num
-    speedup_ci_high: Num
     speedup_vs_hf_greedy: Num
     identical_to_baseline: float
     identical_to_hf_greedy: Num

@@ -13,7 +13,14 @@ from typing import Any, TypedDict
 import numpy as np
 
 from specdec_lib.analysis import stats
-from specdec_lib.analysis.summary import ArmsCell, Num, PointCI, point
+from specdec_lib.analysis.summary import (
+    AcceptanceColumns,
+    ArmsCell,
+    Num,
+    PointCI,
+    SpeedupColumns,
+    point,
+)
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.declare import Experiment, Figure, StudySummary
 
@@ -141,18 +148,12 @@ def sequence_family(checks: dict[str, dict[str, dict[str, Any]]]) -> dict[str, A
     return out
 
 
-class SamplingRow(TypedDict):
+class SamplingRow(SpeedupColumns, AcceptanceColumns):
     """One (temperature, arm) row of the flat table (`temperature_rows`)."""
 
     temperature: float
     method: str
     n_prompts: int
-    speedup: Num
-    speedup_ci_low: Num
-    speedup_ci_high: Num
-    acceptance_rate: Num
-    acceptance_rate_ci_low: Num
-    acceptance_rate_ci_high: Num
     mean_accepted_length: Num
     tokens_per_s: Num
 

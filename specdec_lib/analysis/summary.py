@@ -73,6 +73,30 @@ class ArmSummary(_ArmKeys, total=False):
     acceptance_rate_pooled: Num
 
 
+class SpeedupColumns(TypedDict):
+    """A flat table's paired speedup with its interval."""
+
+    speedup: Num
+    speedup_ci_low: Num
+    speedup_ci_high: Num
+
+
+class AcceptanceColumns(TypedDict):
+    """A flat table's pooled acceptance rate with its interval."""
+
+    acceptance_rate: Num
+    acceptance_rate_ci_low: Num
+    acceptance_rate_ci_high: Num
+
+
+class TokensPerSColumns(TypedDict):
+    """A flat table's median tokens per second with its interval."""
+
+    tokens_per_s: Num
+    tokens_per_s_ci_low: Num
+    tokens_per_s_ci_high: Num
+
+
 class ArmsCell(TypedDict):
     """One cell of a sweep (a context, a temperature): its arms, against that cell's baseline."""
 

@@ -13,12 +13,20 @@ from typing import Any, TypedDict
 import numpy as np
 
 from specdec_lib.analysis import stats
-from specdec_lib.analysis.summary import ArmsCell, Num, point, summarize
+from specdec_lib.analysis.summary import (
+    AcceptanceColumns,
+    ArmsCell,
+    Num,
+    SpeedupColumns,
+    TokensPerSColumns,
+    point,
+    summarize,
+)
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.declare import Experiment, Figure, StudySummary
 
 
-class SweepRow(TypedDict):
+class SweepRow(SpeedupColumns, AcceptanceColumns, TokensPerSColumns):
     """One (context, arm) row of the sweep's flat table (`table_row`)."""
 
     context: int
@@ -29,19 +37,10 @@ class SweepRow(TypedDict):
     use_cache: bool
     total_wall_s: float
     baseline_total_wall_s: float
-    tokens_per_s: Num
-    tokens_per_s_ci_low: Num
-    tokens_per_s_ci_high: Num
-    speedup: Num
-    speedup_ci_low: Num
-    speedup_ci_high: Num
     earlier_style_speedup: Num
     earlier_style_speedup_ci_low: Num
     earlier_style_speedup_ci_high: Num
     earlier_style_speedup_ci_method: str
-    acceptance_rate: Num
-    acceptance_rate_ci_low: Num
-    acceptance_rate_ci_high: Num
     mean_accepted_length: Num
 
 

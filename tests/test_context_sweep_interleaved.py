@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from specdec_lib import study
+from specdec_lib.errors import SpecdecError
 from specdec_lib.generate import Generator
 from specdec_lib.runner.context_sweep import context_order, sweep_blocks
 
@@ -124,3 +125,31 @@ def test_an_interrupted_sweep_resumes_per_block_to_the_uninterrupted_rows(tmp_pa
     assert [(r["context"], r["prompt"]) for r in records(resumed)] == [
         (r["context"], r["prompt"]) for r in records(whole)
     ]
+
+
+def test_a_draft_on_fewer_prompts_runs_the_first_ones_paired_with_their_baseline(
+    tmp_path, monkeypatch
+):
+    S = smoke(tmp_path, monkeypatch)
+    e = S.profile["experiments"]["context_sweep"]
+    arm = next(m for m in study.sweep_config(S, "context_sweep")["arms"] if m != "baseline")
+    e["draft_prompts"] = {arm: 1}
+    cfg = study.sweep_config(S, "context_sweep")
+    assert cfg["n_prompts_by_arm"] == {arm: 1} and cfg["n_prompts"] > 1
+    result = study.run_context_sweep(S)
+    rows = records(result)
+    assert {r["prompt"] for r in rows if r["method"] == arm} == {0}
+    assert {r["prompt"] for r in rows if r["method"] == "baseline"} == set(range(cfg["n_prompts"]))
+    for c in cfg["contexts"]:
+        s = result.summary["by_context"][str(c)]["arms"][arm]
+        base = next(r for r in rows if r["method"] == "baseline" and r["context"] == c)
+        mine = next(r for r in rows if r["method"] == arm and r["context"] == c)
+        assert s["n_prompts"] == 1
+        assert s["speedup"]["value"] == pytest.approx(base["wall_s"] / mine["wall_s"])
+
+
+def test_draft_prompts_naming_no_sweep_draft_is_refused(tmp_path, monkeypatch):
+    S = smoke(tmp_path, monkeypatch)
+    S.profile["experiments"]["context_sweep"]["draft_prompts"] = {"nosuch": 1}
+    with pytest.raises(SpecdecError, match="draft_prompts names"):
+        study.sweep_config(S, "context_sweep")

@@ -180,11 +180,14 @@ def summarize(rows: Sequence[dict[str, Any]], baseline: str = BASELINE) -> dict[
             s["draft_share_of_time"] = float(draft_s.sum() / wall.sum()) if wall.sum() else None
             s["draft_s_per_token"] = float(draft_s.sum() / prop.sum()) if prop.sum() else None
             s["verify_s_per_call"] = float(verify_s.sum() / calls.sum()) if calls.sum() else None
-        if base is not None and m != baseline and len(base) == len(rs):
-            b_wall = np.array([r["wall_s"] for r in base])
+        # an arm run on fewer prompts than the baseline is paired on its own prompts
+        mine = {r["prompt"] for r in rs}
+        paired_base = [r for r in base or [] if r["prompt"] in mine]
+        if base is not None and m != baseline and len(paired_base) == len(rs):
+            b_wall = np.array([r["wall_s"] for r in paired_base])
             s["speedup"] = stats.paired_speedup(b_wall, wall).as_dict()
             s["speedup_per_prompt"] = ci_dict((b_wall / wall).tolist())
-            b_tokens = np.array([r["new_tokens"] for r in base], dtype=float)
+            b_tokens = np.array([r["new_tokens"] for r in paired_base], dtype=float)
             step_s = float(b_wall.sum() / b_tokens.sum()) if b_tokens.sum() else None
             s["baseline_s_per_token"] = step_s
             if k and step_s and s.get("draft_s_per_token") is not None:

@@ -63,6 +63,13 @@ def sweep_config(S: Study, experiment: str) -> dict[str, Any]:
         # make_prompts is prefix-stable), to save the cost of recomputing every prefix
         n = min(n, int(S.exp(experiment)["n_prompts"]))
     beyond = e.get("n_prompts_beyond_100")
+    # a draft arm may run on the first of the prompts only (`draft_prompts: {arm: n}`), paired with
+    # the baseline on those prompts: the budget's cut for an arm that decides no hypothesis
+    fewer = {str(m): min(n, int(v)) for m, v in (e.get("draft_prompts") or {}).items()}
+    unknown = sorted(set(fewer) - set(e.get("drafts") or specs))
+    if unknown:
+        raise SpecdecError(f"{experiment}: draft_prompts names {unknown}, not sweep drafts")
+    fewer = {m: v for m, v in fewer.items() if m in specs}
     return {
         **base_config(S, experiment),
         "contexts": contexts,
@@ -75,6 +82,7 @@ def sweep_config(S: Study, experiment: str) -> dict[str, Any]:
         "n_prompts_by_context": {
             str(c): (int(beyond) if beyond and c > 100 else n) for c in contexts
         },
+        **({"n_prompts_by_arm": fewer} if fewer else {}),
         "max_new_tokens": int(e["max_new_tokens"]),
         "order": "interleaved",  # not the blocks of earlier results: another config hash
         "warmup_tokens": int(e.get("warmup_tokens", WARMUP_TOKENS)),
@@ -151,9 +159,10 @@ def _sweep(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
     }
     warm = 1 if cfg["warmup_tokens"] > 0 else 0
     block_rows: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    fewer = cfg.get("n_prompts_by_arm") or {}
     for i, c, k in tqdm(sweep_blocks(cfg), desc=f"{cfg['experiment']} blocks"):
         block_rows[(c, i)] = paired(
-            arms,
+            [a for a in arms if i < fewer.get(a.method.name, i + 1)],
             [prompts[c][i]],
             max_new_tokens=cfg["max_new_tokens"],
             warmup=warm,

@@ -2,16 +2,22 @@
 notebook runs end to end; its agreement pass, killed half-way, resumes without recomputing the
 finished (document, context) pairs and publishes the rows an uninterrupted run gives; its results
 go into a bundle that `python -m specdec_lib import-bundle` checks and unpacks, and a damaged,
-mixed or secret-holding bundle is refused in one line with nothing written."""
+mixed or secret-holding bundle is refused in one line with nothing written. Then all of it in
+one chain (issue 24's done-when, slow): the notebook as is under a stand-in Colab with Drive,
+killed (SIGKILL) half-way, resumed in a fresh runtime, its own bundle imported by the command and
+shown by the built book."""
 
 from __future__ import annotations
 
 import html
 import json
 import math
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -22,6 +28,7 @@ from specdec_lib import report as R
 from specdec_lib.analysis import rules
 from specdec_lib.config import config_hash
 from specdec_lib.environment.profiles import load_profile
+from specdec_lib.environment.secrets import STORED_SECRETS
 from specdec_lib.results import bundle, catalog
 from specdec_lib.results.declare import load
 from specdec_lib.runner import agreement as agreement_runner
@@ -247,15 +254,16 @@ def test_without_t4_results_the_paradox_chapter_says_not_yet_measured(smoke_pair
     assert "not yet measured on a T4" in text and "import-bundle" in text
 
 
-def import_as_t4(S, tmp_path: Path) -> Path:
-    """The smoke run's bundle, renamed to the quick T4 profile, imported by the command into
+def import_as_t4(zipped: Path, tmp_path: Path) -> Path:
+    """A smoke run's bundle, renamed to the quick T4 profile, imported by the command into
     tmp_path/results beside the smoke run's own; returns that results folder."""
     dest = tmp_path / "results"
-    t4 = rezip(study.write_bundle(S), tmp_path / "t4.zip", lambda n, d: as_profile(n, d, QUICK))
+    t4 = rezip(zipped, tmp_path / "t4.zip", lambda n, d: as_profile(n, d, QUICK))
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SPECDEC_RESULTS", str(dest))
         assert cli.main(["import-bundle", str(t4)]) == 0
-        assert cli.main(["import-bundle", str(study.write_bundle(S))]) == 0
+        if not (dest / "smoke-pair").exists():
+            assert cli.main(["import-bundle", str(zipped)]) == 0
     return dest
 
 
@@ -263,7 +271,7 @@ QUICK = catalog.QUICK_PROFILE
 
 
 def test_imported_t4_results_stand_beside_the_chapters_own(smoke_pair_results, tmp_path):
-    dest = import_as_t4(smoke_pair_results, tmp_path)
+    dest = import_as_t4(study.write_bundle(smoke_pair_results), tmp_path)
     t4 = R.load_results(QUICK, dest)
     assert set(t4.results) == {"agreement", "context_sweep"}
     text = R.t4_beside(R.load_results("smoke-pair", dest))
@@ -273,12 +281,11 @@ def test_imported_t4_results_stand_beside_the_chapters_own(smoke_pair_results, t
             assert v.short() in text.replace("\\|", "|")
 
 
-@pytest.mark.slow
-def test_the_book_shows_an_imported_bundles_numbers(smoke_pair_results, tmp_path):
-    """Done when: the quick run's bundle, imported with the command, is in the built book."""
-    dest = import_as_t4(smoke_pair_results, tmp_path)
+def assert_the_book_shows_t4(dest: Path) -> None:
+    """Build the book of profile smoke-pair from `dest` (beside it) and check that its paradox
+    chapter shows the imported T4 results' H3 verdict with its numbers."""
     t4 = R.load_results(QUICK, dest)
-    work = tmp_path / "book"
+    work = dest.parent / "book"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "book" / "build.py"), "--profile", "smoke-pair",
          "--results", str(dest), "--workdir", str(work)],
@@ -291,3 +298,175 @@ def test_the_book_shows_an_imported_bundles_numbers(smoke_pair_results, tmp_path
     assert html.escape(h3.label) in page
     for number in re.findall(r"\d+\.\d+", h3.short())[:3]:
         assert number in page
+
+
+# --- Issue 24's done-when as one chain: the notebook under a stand-in Colab with Drive --------
+
+# The stand-in Colab, as an IPython startup file of the notebook's kernel (Colab's kernel has
+# google.colab imported before the first cell): `google.colab` with `drive.mount` (records the
+# mount point and makes it a folder whose MyDrive/ the results go to: the library's Drive paths
+# point into the test's folder) and `userdata` (no secrets); the first cell's git and pip calls
+# answered without a network (the clone is a link to this checkout, pip installs nothing); every
+# teacher-forced view of the agreement recorded as (document, context), and with STANDIN_PAUSE_AT
+# set the kernel stops before that view and says so, to be killed there.
+STANDIN = """
+import json, os, subprocess, sys, time, types
+from pathlib import Path
+
+sys.path.insert(0, {root!r})
+from specdec_lib.environment import colab
+from specdec_lib.runner import agreement
+
+HERE = Path({here!r})
+colab.DRIVE = {drive!r}
+colab.DRIVE_RESULTS = colab.DRIVE + "/MyDrive/specdec-results"
+
+def mount(mountpoint):
+    (Path(mountpoint) / "MyDrive").mkdir(parents=True, exist_ok=True)
+    with open(HERE / "mounts", "a") as f:
+        f.write(mountpoint + "\\n")
+
+def get(name):
+    raise KeyError(name)
+
+google = types.ModuleType("google")
+google.colab = types.ModuleType("google.colab")
+google.colab.drive = types.ModuleType("google.colab.drive")
+google.colab.drive.mount = mount
+google.colab.userdata = types.ModuleType("google.colab.userdata")
+google.colab.userdata.get = get
+for m in (google.colab, google.colab.drive, google.colab.userdata):
+    sys.modules[m.__name__] = m
+
+real_run = subprocess.run
+
+def run(cmd, *args, **kwargs):
+    if cmd[0] == "git" and {{"clone", "fetch", "checkout"}} & set(cmd[1:4]):
+        if cmd[1] == "clone":
+            Path(cmd[-1]).symlink_to({root!r}, target_is_directory=True)
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+    if list(cmd[1:4]) == ["-m", "pip", "install"]:
+        return subprocess.CompletedProcess(cmd, 0, "stand-in pip: nothing installed\\n", None)
+    return real_run(cmd, *args, **kwargs)
+
+subprocess.run = run
+real_rows_at = agreement._rows_at
+pause_at = int(os.environ.get("STANDIN_PAUSE_AT") or 0)
+views = []
+
+def rows_at(target, drafters, kinds, seq, cont, doc, p, context, view):
+    views.append((doc, context))
+    if len(views) == pause_at:
+        (HERE / "paused").write_text(str(os.getpid()))
+        time.sleep(3600)
+    with open(HERE / os.environ["STANDIN_VIEWS"], "a") as f:
+        f.write(json.dumps([doc, context]) + "\\n")
+    return real_rows_at(target, drafters, kinds, seq, cont, doc, p, context, view)
+
+agreement._rows_at = rows_at
+"""
+
+
+def standin_colab(tmp: Path) -> dict[str, str]:
+    """The environment of a papermill run whose kernel is the stand-in Colab (in `tmp`)."""
+    startup = tmp / "ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    source = STANDIN.format(root=str(ROOT), here=str(tmp), drive=str(tmp / "content" / "drive"))
+    (startup / "00-standin-colab.py").write_text(source)
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE", *STORED_SECRETS)}
+    return {
+        **env,
+        "IPYTHONDIR": str(tmp / "ipython"),
+        "SPECDEC_HOME": str(tmp / "content" / "specdec"),  # where the first cell clones
+        "WANDB_MODE": "disabled",
+    }
+
+
+def papermill(tmp: Path, env: dict[str, str], run: str, **extra: str) -> subprocess.Popen:
+    """00_quick run as is (profile and results_dir auto) by papermill in its own session."""
+    (tmp / "content").mkdir(exist_ok=True)
+    with open(tmp / f"{run}.log", "w") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "papermill", str(ROOT / "notebooks" / "00_quick.ipynb"),
+             str(tmp / f"{run}.ipynb"), "-k", "python3", "--cwd", str(tmp / "content"),
+             "--no-progress-bar"],
+            env={**env, "STANDIN_VIEWS": f"{run}.views", **extra},
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+
+
+def views(tmp: Path, run: str) -> list[tuple[int, int]]:
+    """The (document, context) of every teacher-forced view run `run` computed."""
+    path = tmp / f"{run}.views"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [tuple(json.loads(line)) for line in lines]
+
+
+def kill_when_paused(proc: subprocess.Popen, tmp: Path, timeout: float = 300) -> None:
+    """SIGKILL the kernel (and papermill) once it stopped before the view it was told to."""
+    t0 = time.monotonic()
+    while not (tmp / "paused").exists():
+        assert proc.poll() is None, (tmp / "killed.log").read_text()[-4000:]
+        assert time.monotonic() - t0 < timeout, "the kernel never reached the pause"
+        time.sleep(0.2)
+    os.kill(int((tmp / "paused").read_text()), signal.SIGKILL)  # the runtime dies
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def waited(proc: subprocess.Popen, timeout: float = 600) -> int:
+    """The run's exit status; killed (and the test failed) when it takes longer than timeout."""
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # its kernel exits with its parent
+        raise
+
+
+@pytest.mark.slow
+def test_the_quick_notebook_killed_in_colab_resumes_and_its_bundle_reaches_the_book(
+    tmp_path, quiet
+):
+    """Done when (issue 24): the quick notebook, executed as is under a stand-in Colab with
+    Drive, killed half-way through its agreement pass, run again in a fresh runtime (the clone
+    gone, Drive kept) that resumes without recomputing the finished (document, context) pairs
+    and publishes the rows an uninterrupted run gives; its last cell's bundle on Drive is
+    imported with `python -m specdec_lib import-bundle` and the built book shows its numbers."""
+    pytest.importorskip("papermill")
+    env = standin_colab(tmp_path)
+    results = tmp_path / "content" / "drive" / "MyDrive" / "specdec-results" / "smoke-pair"
+    # two views (continuation, text) per pair: paused before the third pair's second view
+    kill_when_paused(papermill(tmp_path, env, "killed", STANDIN_PAUSE_AT="6"), tmp_path)
+    (checkpoint,) = results.glob(".agreement.partial-*.jsonl")  # on Drive, with the rows
+    saved = [json.loads(line) for line in checkpoint.read_text().splitlines()]
+    finished = {(r["prompt"], int(r["segment"].split()[-1])) for r in saved}
+    assert len(finished) == 2 and set(views(tmp_path, "killed")) == finished | {(1, 10)}
+    assert not (results / "agreement").exists()  # killed before it was published
+
+    (tmp_path / "content" / "specdec").unlink()  # a fresh runtime: the clone is gone, Drive not
+    resumed = papermill(tmp_path, env, "resumed")
+    assert waited(resumed) == 0, (tmp_path / "resumed.log").read_text()[-4000:]
+    again = views(tmp_path, "resumed")
+    assert again and not finished & set(again)  # the finished pairs were not recomputed
+    assert set(again) | finished == {(d, c) for d in (0, 1) for c in (10, 100)}
+    assert json.loads((results / "agreement" / "env.json").read_text())["resumed_prompts"] == 2
+    assert not list(results.glob(".agreement.partial-*"))
+    assert (tmp_path / "mounts").read_text().splitlines() == [str(tmp_path / "content/drive")] * 2
+    whole = study.setup("smoke-pair", results_dir=str(tmp_path / "whole"))
+    study.run_agreement(whole)
+    uninterrupted = tmp_path / "whole" / "smoke-pair" / "agreement" / "per_prompt.csv"
+    assert (results / "agreement" / "per_prompt.csv").read_text() == uninterrupted.read_text()
+
+    zipped = results.parent / "smoke-pair-bundle.zip"  # the last cell's, beside the results
+    names = zipfile.ZipFile(zipped).namelist()
+    assert {n.split("/")[1] for n in names} == {"agreement", "context_sweep"}
+    dest = tmp_path / "results"
+    imported = subprocess.run(
+        [sys.executable, "-m", "specdec_lib", "import-bundle", str(zipped)],
+        capture_output=True, text=True, cwd=ROOT, env={**env, "SPECDEC_RESULTS": str(dest)},
+    )  # fmt: skip
+    assert imported.returncode == 0, imported.stderr
+    assert (dest / "smoke-pair" / "agreement" / "per_prompt.csv").read_text() == (
+        results / "agreement" / "per_prompt.csv"
+    ).read_text()
+    assert_the_book_shows_t4(import_as_t4(zipped, tmp_path))  # and as a T4 run's bundle

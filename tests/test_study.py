@@ -401,3 +401,19 @@ def test_study_run_functions_are_the_declarations_runs_and_listed():
     assert not any(n.startswith("run_") for n in vars(study))  # none written out by hand
     with pytest.raises(AttributeError, match="run_nope"):
         study.run_nope  # noqa: B018
+
+
+def test_two_profiles_whose_tiny_targets_differ_get_their_own_models_in_one_process(tmp_path):
+    """The smoke profile's tiny target and the smoke pair's share a name but not their options
+    (the pair's has 64 extra ids and is a conditional model): a process that ran the one must
+    not hand the other its weights (a test session did, and the pair's rows changed)."""
+    from specdec_lib.runner.context import load_target, tiny_draft
+
+    smoke = load_target(study.setup("smoke", results_dir=str(tmp_path)))
+    pair = study.setup("smoke-pair", results_dir=str(tmp_path))
+    target = load_target(pair)
+    assert target.model is not smoke.model
+    rows = lambda m: m.get_output_embeddings().weight.shape[0]  # noqa: E731
+    assert rows(target.model) == rows(smoke.model) + 64
+    assert load_target(pair).model is target.model  # and each is still loaded once
+    assert tiny_draft(pair, target).model is tiny_draft(pair, target).model

@@ -12,6 +12,7 @@ Knows nothing about what an experiment measures, how it is summarized or where i
 from __future__ import annotations
 
 import copy
+import json
 import os
 import weakref
 from collections.abc import Callable
@@ -229,15 +230,24 @@ class ModelCache:
 MODELS = ModelCache()  # this process's
 
 
+def tiny_key(name: str, opts: dict[str, Any]) -> str:
+    """A tiny model's cache name: its name and its options. Two profiles may build different
+    tiny models under one name (the smoke profile's and the smoke pair's targets differ in
+    vocabulary and class), and one process must not hand the second the first's weights."""
+    return f"{name} {json.dumps(opts, sort_keys=True)}"
+
+
 def load_target(S: Study, dtype: str | None = None) -> LoadedModel:
-    """The profile's target as a LoadedModel, loaded once per process per dtype."""
+    """The profile's target as a LoadedModel, loaded once per process per dtype (a tiny target
+    once per set of options)."""
     name = S.profile["target"]
     dtype = dtype or S.profile.get("dtype", "auto")
     device = S.profile.get("device", "auto")
-    key = (name, dtype, device)
+    tiny = dict(S.profile.get("tiny", {}))
+    key = (tiny_key(name, tiny) if name == TINY else name, dtype, device)
     if key not in MODELS.models:
         if name == TINY:
-            loaded = tiny_random_model(dtype, device=device, **S.profile.get("tiny", {}))
+            loaded = tiny_random_model(dtype, device=device, **tiny)
         else:
             loaded = load_model(name, dtype=dtype, device=device)
             if not S.profile.get("threads") or env_threads() is not None:
@@ -255,7 +265,7 @@ def tiny_draft(S: Study, loaded: LoadedModel) -> LoadedModel:
     opts.pop("extra_vocab", None)
     opts.pop("conditional", None)
     dtype = str(loaded.dtype).removeprefix("torch.")
-    key = (TINY_DRAFT, dtype, str(loaded.device))
+    key = (tiny_key(TINY_DRAFT, opts), dtype, str(loaded.device))
     if key not in MODELS.models:
         MODELS.models[key] = tiny_random_model(dtype, device=loaded.device.type, **opts)
     return MODELS.models[key]

@@ -9,6 +9,9 @@ profile names, the experiment matching the directory, a headline, a `prompt` col
 reuse check and the book rely on, and a summary.json of the shape its experiment declares
 (`results.declare.Experiment.summary`, checked by `shape_problem`: a declared key missing or of
 another type). A damaged directory is recomputed by the batch and never rendered by the book.
+`LIST_COLUMNS` declares the per-prompt columns that hold lists of ints and how a CSV cell
+writes each (`encode_list` / `decode_list`, used by `store.write_rows`, `read_rows` and the
+checkpoint).
 
 Knows nothing about torch, models, notebooks or how a result was computed: it reads files only.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import math
 import re
 import types
 import typing
@@ -29,6 +33,56 @@ REQUIRED_FILES = ("config.json", "env.json", "summary.json", "per_prompt.csv")
 # a line boundary parses cleanly, only this tells it (results without the record: as before)
 PER_PROMPT_RECORD = "per_prompt_csv"
 _HASH = re.compile(r"[0-9a-f]{16}")
+
+# The list-valued per-prompt columns, lists of ints in memory, and the separator that joins
+# a list's items in a CSV cell: "3 0 4 1" (a length per target call, the generated ids) or
+# "10001000" (one 0/1 per position). An empty list is an empty cell, as is a missing value: a
+# cell cannot tell the two apart, and reads back as [] (Hugging Face arms' empty length lists,
+# the agreement's draft rows, which carry no tokens).
+LIST_COLUMNS: dict[str, str] = {
+    "accepted_lengths": " ",
+    "proposed_lengths": " ",
+    "tokens": " ",
+    "matches": "",
+}
+
+
+def _missing(value: Any) -> bool:
+    """None, NaN (pandas' empty cell) or the empty text."""
+    if isinstance(value, str):
+        return not value.strip()
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def encode_list(column: str, value: Any) -> Any:
+    """A list column's value as its CSV text (other columns' values, and text already encoded,
+    unchanged; a missing value, None or NaN, is None, which the writer leaves empty)."""
+    if column not in LIST_COLUMNS or isinstance(value, str):
+        return value
+    if _missing(value):
+        return None
+    return LIST_COLUMNS[column].join(str(int(x)) for x in value)
+
+
+def decode_list(column: str, value: Any) -> list[int]:
+    """A list column's value, as CSV text or already a list, as a list of ints ([] for an
+    empty or missing cell)."""
+    if _missing(value):
+        return []
+    if not isinstance(value, str):
+        return [int(x) for x in value]
+    sep, text = LIST_COLUMNS[column], value.strip()
+    return [int(x) for x in (text.split(sep) if sep else text)]
+
+
+def encode_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A row with its list columns as their CSV text."""
+    return {k: encode_list(k, v) for k, v in row.items()}
+
+
+def decode_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A row with its list columns as lists of ints (text or lists in, as `decode_list`)."""
+    return {k: decode_list(k, v) if k in LIST_COLUMNS else v for k, v in row.items()}
 
 
 def _kind(value: Any) -> str:

@@ -369,7 +369,9 @@ def test_fitted_acceptance_is_accepted_over_positions_reached():
     assert fitted_acceptance([0], [0]) is None
 
 
-def _rows(method: str, walls: list[float], acc: str, prop: str, busy: float) -> list[dict]:
+def _rows(
+    method: str, walls: list[float], acc: list[int], prop: list[int], busy: float
+) -> list[dict]:
     return [
         {
             "method": method,
@@ -393,8 +395,8 @@ def test_measured_over_predicted_can_fail_where_the_accounting_identity_cannot()
 
     # baseline: 10 tokens in 1 s (0.1 s a step); the arm: every call of 4 drafts accepts 1
     # (2 tokens a call, 5 calls), each call 0.1 s of draft + verification: 2x faster
-    rows = _rows("baseline", [1.0, 1.0], "", "", 0.0)
-    rows += _rows("arm", [0.5, 0.5], "1 1 1 1 1", "4 4 4 4 4", 0.5)
+    rows = _rows("baseline", [1.0, 1.0], [], [], 0.0)
+    rows += _rows("arm", [0.5, 0.5], [1] * 5, [4] * 5, 0.5)
     honest = {"c_call": 0.4, "v": 0.6, "c": 0.1, "n_positions": 4}
     a = _decode_prediction(rows, "arm", honest)
     assert a["fitted_acceptance"] == pytest.approx(0.5)  # 1 of 2 reached positions per call

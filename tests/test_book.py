@@ -81,9 +81,9 @@ def _row(prompt, method, draft, k, ctx, a, step_s, c, rng, cache=True, cell=None
         "divergence_pos": None,
         "divergence_margin": None,
         "repetition_4gram": 0.1,
-        "accepted_lengths": " ".join(map(str, acc_l)),
-        "proposed_lengths": " ".join(map(str, prop_l)),
-        "tokens": " ".join(["5"] * emitted),
+        "accepted_lengths": list(acc_l),
+        "proposed_lengths": list(prop_l),
+        "tokens": [5] * emitted,
     }
     if cell is not None:
         r.update(cell)
@@ -166,7 +166,7 @@ def _agreement_row(view: str, i: int, ctx: int, d: str, m: np.ndarray) -> dict:
         "agree": int(m.sum()),
         "positions": len(m),
         "agreement": float(m.mean()),
-        "matches": "".join(map(str, m)),
+        "matches": [int(x) for x in m],
     }
 
 

@@ -16,7 +16,7 @@ PROMPTS = [SimpleNamespace(ids=[100 + i, 200 + i]) for i in range(3)]
 
 
 def base_row(prompt: int, tokens: list[int]) -> dict:
-    return {"method": "baseline", "prompt": prompt, "tokens": " ".join(map(str, tokens))}
+    return {"method": "baseline", "prompt": prompt, "tokens": list(tokens)}
 
 
 def test_baseline_prefixes_by_hand():
@@ -27,7 +27,7 @@ def test_baseline_prefixes_by_hand():
     toks = [10, 11, 12, 13, 14, 15, 16, 17]
     rows = [
         base_row(1, [t + 10 for t in toks]),
-        {"method": "ngram", "prompt": 0, "tokens": "1 2 3"},
+        {"method": "ngram", "prompt": 0, "tokens": [1, 2, 3]},
         base_row(0, toks),
         base_row(2, toks),
     ]

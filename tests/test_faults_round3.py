@@ -214,8 +214,8 @@ def test_a_non_utf8_byte_in_a_checkpoint_is_one_warning_naming_the_file(tmp_path
     store = ResultStore(tmp_path, "p")
     config = {"experiment": "a", "n": 2}
     first = Checkpoint(store, "a", config, fresh=False)
-    first.add("seg", 0, [1, 2], [{"prompt": 0, "tokens": "1 2"}])
-    first.add("seg", 1, [3, 4], [{"prompt": 1, "tokens": "3 4"}])
+    first.add("seg", 0, [1, 2], [{"prompt": 0, "tokens": [1, 2]}])
+    first.add("seg", 1, [3, 4], [{"prompt": 1, "tokens": [3, 4]}])
     lines = first.path.read_bytes().split(b"\n")
     first.path.write_bytes(lines[0] + b"\n" + lines[1][:20] + b"\xff\xfe" + lines[1][20:] + b"\n")
     again = Checkpoint(store, "a", config, fresh=False)

@@ -10,12 +10,12 @@ from specdec_lib.analysis.peers import drop_acceptance, peers_summary
 
 # two prompts; rows listed out of prompt order on purpose
 ROWS = [
-    {"method": "baseline", "prompt": 1, "wall_s": 3.0, "tokens": "5 6"},
-    {"method": "baseline", "prompt": 0, "wall_s": 1.0, "tokens": "1 2"},
-    {"method": "hf-greedy", "prompt": 0, "wall_s": 2.0, "tokens": "1 2"},
-    {"method": "hf-greedy", "prompt": 1, "wall_s": 6.0, "tokens": "5 7"},
-    {"method": "ngram", "prompt": 0, "wall_s": 1.0, "tokens": "1 2"},
-    {"method": "ngram", "prompt": 1, "wall_s": 3.0, "tokens": "5 6"},
+    {"method": "baseline", "prompt": 1, "wall_s": 3.0, "tokens": [5, 6]},
+    {"method": "baseline", "prompt": 0, "wall_s": 1.0, "tokens": [1, 2]},
+    {"method": "hf-greedy", "prompt": 0, "wall_s": 2.0, "tokens": [1, 2]},
+    {"method": "hf-greedy", "prompt": 1, "wall_s": 6.0, "tokens": [5, 7]},
+    {"method": "ngram", "prompt": 0, "wall_s": 1.0, "tokens": [1, 2]},
+    {"method": "ngram", "prompt": 1, "wall_s": 3.0, "tokens": [5, 6]},
 ]
 
 

@@ -80,14 +80,14 @@ def test_replayed_acceptance_equals_real_runs_exactly(target32, draft32, scale):
     assert checked == 10
 
 
-def _rows(draft: str, context: int, matches: dict[int, str]) -> list[dict]:
+def _rows(draft: str, context: int, matches: dict[int, list[int]]) -> list[dict]:
     return [
         {
             "draft": draft,
             "context": context,
             "prompt": d,
             "matches": m,
-            "agree": m.count("1"),
+            "agree": sum(m),
             "positions": len(m),
         }
         for d, m in matches.items()
@@ -99,7 +99,7 @@ def test_continuation_summary_changes_by_hand():
     per call); context 100: none match -> 10 calls each (1 token per call). Tokens per call
     ratio 1 / 5 = 0.2; acceptance 8/8 -> 0/(4+4+4+4+4+4+3+2+1+0 = 30): change -1; rejection
     ratio (1 - 0) / (1 - 1) is infinite. Planted bug: the ratio inverted (5.0)."""
-    rows = _rows("d", 10, {0: "1" * 10, 1: "1" * 10}) + _rows("d", 100, {0: "0" * 10, 1: "0" * 10})
+    rows = _rows("d", 10, {0: [1] * 10, 1: [1] * 10}) + _rows("d", 100, {0: [0] * 10, 1: [0] * 10})
     s = R.continuation_summary(rows, [10, 100], k=4, test_range=[10, 100])
     ch = s["changes"]["d"]
     assert ch["tokens_per_call"]["value"] == pytest.approx(0.2)

@@ -43,27 +43,28 @@ def test_committed_rows_reproduce_themselves():
 def test_a_changed_token_id_fails_and_names_its_row():
     rows = committed_rows("bigram")
     new = rows.head(2).copy()
-    new.loc[0, "tokens"] = new.loc[0, "tokens"].replace(" ", " 1 ", 1)
+    ids = new.at[0, "tokens"]
+    new.at[0, "tokens"] = [ids[0], 1, *ids[1:]]  # a token inserted after the first
     c = compare_rows(new, rows)
     assert c.outcome == FAILED
     assert "tokens" in c.details[0] and f"article={rows.loc[0, 'article']}" in c.details[0]
 
 
-@pytest.mark.parametrize("position", [0, -1])  # the last: as a float the string loses it
+@pytest.mark.parametrize("position", [0, -1])  # the last: as a float the string lost it
 def test_a_changed_agreement_position_fails(position):
     rows = committed_rows("agreement")
     new = rows.head(3).copy()
-    m = list(new.loc[1, "matches"])
-    m[position] = "1" if m[position] == "0" else "0"
-    new.loc[1, "matches"] = "".join(m)
+    m = list(new.at[1, "matches"])
+    m[position] = 1 - m[position]
+    new.at[1, "matches"] = m
     assert compare_rows(new, rows).outcome == FAILED
 
 
 def test_a_changed_last_token_id_fails():
     rows = committed_rows("bigram")
     new = rows.head(1).copy()
-    ids = new.loc[0, "tokens"].split()
-    new.loc[0, "tokens"] = " ".join([*ids[:-1], str(int(ids[-1]) + 1)])
+    ids = new.at[0, "tokens"]
+    new.at[0, "tokens"] = [*ids[:-1], ids[-1] + 1]
     assert compare_rows(new, rows).outcome == FAILED
 
 
@@ -76,22 +77,22 @@ def test_timings_are_never_compared():
 
 
 def test_a_new_identifying_column_pairs_rows_when_both_have_it():
-    old = pd.DataFrame({"article": [1, 1], "view": ["a", "b"], "matches": ["01", "10"]})
-    new = pd.DataFrame({"article": [1], "view": ["b"], "matches": ["10"]})
+    old = pd.DataFrame({"article": [1, 1], "view": ["a", "b"], "matches": [[0, 1], [1, 0]]})
+    new = pd.DataFrame({"article": [1], "view": ["b"], "matches": [[1, 0]]})
     assert compare_rows(new, old).outcome == PASSED
     assert compare_rows(new.assign(view="a"), old).outcome == FAILED
 
 
 def test_a_key_column_only_the_new_rows_have_pairs_with_every_committed_row_of_the_rest():
-    old = pd.DataFrame({"article": [1, 1], "matches": ["01", "10"]})
-    new = pd.DataFrame({"article": [1, 1], "view": ["a", "b"], "matches": ["10", "01"]})
+    old = pd.DataFrame({"article": [1, 1], "matches": [[0, 1], [1, 0]]})
+    new = pd.DataFrame({"article": [1, 1], "view": ["a", "b"], "matches": [[1, 0], [0, 1]]})
     assert compare_rows(new, old).outcome == PASSED
-    assert compare_rows(new.assign(matches="11"), old).outcome == FAILED
+    assert compare_rows(new.assign(matches=[[1, 1]] * 2), old).outcome == FAILED
 
 
 def test_rows_that_pair_with_no_committed_row_are_not_comparable():
-    old = pd.DataFrame({"article": [1], "tokens": ["1 2"]})
-    assert compare_rows(pd.DataFrame({"article": [2], "tokens": ["1 2"]}), old).outcome == (
+    old = pd.DataFrame({"article": [1], "tokens": [[1, 2]]})
+    assert compare_rows(pd.DataFrame({"article": [2], "tokens": [[1, 2]]}), old).outcome == (
         NOT_COMPARABLE
     )
 

@@ -98,12 +98,7 @@ def adaptive_summary(
 ) -> dict[str, Any]:
     """The adaptive arm: its schedule, the mean K it proposed (empty proposals left out), its
     speedup, acceptance and accepted length."""
-    props = [
-        int(x)
-        for r in rows
-        if r["method"] == "adaptive"
-        for x in str(r["proposed_lengths"]).split()
-    ]
+    props = [x for r in rows if r["method"] == "adaptive" for x in r["proposed_lengths"]]
     s = arms["adaptive"]
     return {
         **schedule,

@@ -63,10 +63,6 @@ def replay_chain(matches: Sequence[int], k: int) -> Replay:
     return Replay(accepted, proposed, calls, n)
 
 
-def _matches(row: dict[str, Any]) -> list[int]:
-    return [int(ch) for ch in str(row["matches"])]
-
-
 def per_document(
     rows: list[dict[str, Any]], draft: str, context: int, k: int
 ) -> dict[int, tuple[float, Replay]]:
@@ -74,7 +70,7 @@ def per_document(
     out = {}
     for r in rows:
         if r["draft"] == draft and int(r["context"]) == context:
-            m = _matches(r)
+            m = list(r["matches"])
             out[int(r["prompt"])] = (sum(m) / len(m) if m else math.nan, replay_chain(m, k))
     return out
 
@@ -221,15 +217,14 @@ def replay_check(
         if int(r.get("k") or k) != k and r.get("draft") != "none":
             continue
         if r.get("method") == "baseline" and key(r) in g and r.get("tokens") is not None:
-            n = len(str(g[key(r)]).split())
             out["continuations"]["compared"] += 1
-            out["continuations"]["same"] += str(r["tokens"]).split()[:n] == str(g[key(r)]).split()
+            out["continuations"]["same"] += list(r["tokens"])[: len(g[key(r)])] == list(g[key(r)])
             continue
         name = by_spec.get(timed_arms.get(str(r.get("method")), ""))
         rep = replayed.get((name, *key(r))) if name else None
         if rep is None:
             continue
-        m = _matches(rep)
+        m = list(rep["matches"])
         if int(r["new_tokens"]) != len(m):
             continue
         x = replay_chain(m, k)

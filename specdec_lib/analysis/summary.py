@@ -104,7 +104,8 @@ class ArmsCell(TypedDict):
 
 
 def _lengths(rows: Sequence[dict[str, Any]], key: str) -> list[list[int]]:
-    return [[int(x) for x in str(r[key]).split()] for r in rows]
+    """One list column of the rows (`results.schema.LIST_COLUMNS`: lists of ints)."""
+    return [list(r[key]) for r in rows]
 
 
 def pooled_position_acceptance(rows: Sequence[dict[str, Any]], k: int) -> list[float | None]:
@@ -170,7 +171,7 @@ def summarize(rows: Sequence[dict[str, Any]], baseline: str = BASELINE) -> dict[
         if k:
             prop = np.array([r["proposed"] for r in rs], dtype=float)
             acc = np.array([r["accepted"] for r in rs], dtype=float)
-            calls = np.array([len(str(r["accepted_lengths"]).split()) for r in rs], dtype=float)
+            calls = np.array([len(r["accepted_lengths"]) for r in rs], dtype=float)
             s["acceptance_rate"] = _ratio_ci(acc, prop)
             s["mean_accepted_length"] = _ratio_ci(acc + calls, calls)
             s["position_acceptance"] = pooled_position_acceptance(rs, k)

@@ -101,7 +101,7 @@ def baseline_prefixes(
     for r in sorted((r for r in rows if r["method"] == BASELINE), key=lambda r: r["prompt"]):
         if r["prompt"] >= n_prompts:
             break
-        toks = [int(t) for t in str(r["tokens"]).split()]
+        toks = list(r["tokens"])
         ids = list(prompts[r["prompt"]].ids)
         for i in range(n_positions):
             j = i * max(len(toks) - room, 0) // n_positions
@@ -168,8 +168,8 @@ def fitted_acceptance(accepted: list[int], proposed: list[int]) -> float | None:
 
 def _calls(rows, name: str) -> tuple[list[int], list[int]]:
     arm = [r for r in rows if r["method"] == name]
-    acc = [int(x) for r in arm for x in str(r["accepted_lengths"]).split()]
-    prop = [int(x) for r in arm for x in str(r["proposed_lengths"]).split()]
+    acc = [x for r in arm for x in r["accepted_lengths"]]
+    prop = [x for r in arm for x in r["proposed_lengths"]]
     return acc, prop
 
 

@@ -117,9 +117,9 @@ def prompt_row(
         "divergence_pos": div,
         "divergence_margin": margin,
         "repetition_4gram": repeated_ngram_share(gen.tokens, 4, ref.ids),
-        "accepted_lengths": " ".join(map(str, st.accepted_lengths)),
-        "proposed_lengths": " ".join(map(str, st.proposed_lengths)),
-        "tokens": " ".join(map(str, gen.tokens)),
+        "accepted_lengths": list(st.accepted_lengths),  # lists: schema.LIST_COLUMNS
+        "proposed_lengths": list(st.proposed_lengths),
+        "tokens": list(gen.tokens),
     }
 
 

@@ -85,10 +85,9 @@ def rows_fingerprint(res: ExperimentResult) -> str:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Two texts equal as texts (a 64-position `matches` string is not a number: as a float
-    it would lose its last positions), else equal as numbers (1 == 1.0; NaN == NaN), else as
-    text."""
-    if isinstance(a, str) and isinstance(b, str):
+    """Two lists (`schema.LIST_COLUMNS`: token ids, lengths, `matches`) or two texts equal as
+    such, else equal as numbers (1 == 1.0; NaN == NaN), else as text."""
+    if isinstance(a, (list, str)) and type(a) is type(b):
         return a == b
     try:
         x, y = float(a), float(b)

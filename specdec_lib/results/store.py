@@ -38,7 +38,14 @@ from filelock import FileLock
 from specdec_lib.config import config_hash
 from specdec_lib.environment.secrets import scrub
 from specdec_lib.errors import SpecdecError
-from specdec_lib.results.schema import PER_PROMPT_RECORD, result_problem
+from specdec_lib.results.schema import (
+    LIST_COLUMNS,
+    PER_PROMPT_RECORD,
+    decode_list,
+    decode_row,
+    encode_row,
+    result_problem,
+)
 
 
 @dataclass
@@ -175,7 +182,7 @@ class Checkpoint:
         for i, p in zip(index, prompts, strict=True):
             hit = self._rows.get((segment, i))
             if hit is not None and hit[0] == self._ids_key(_prompt_ids(p)):
-                out[i] = [dict(r) for r in hit[1]]
+                out[i] = [decode_row(r) for r in hit[1]]  # a line written as text too
         self.resumed += len(out)
         return out
 
@@ -247,13 +254,14 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def write_rows(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    """Rows as CSV (None -> empty, secrets scrubbed), written to a temp file and renamed into place."""
+    """Rows as CSV (list columns as `schema.LIST_COLUMNS` joins them, None -> empty, secrets
+    scrubbed), written to a temp file and renamed into place."""
     buf = io.StringIO()
     if rows:
         w = csv.DictWriter(buf, fieldnames=list(rows[0].keys()), lineterminator="\n")
         w.writeheader()
         for r in rows:
-            w.writerow({k: ("" if v is None else v) for k, v in scrub(dict(r)).items()})
+            w.writerow({k: ("" if v is None else v) for k, v in scrub(encode_row(r)).items()})
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(buf.getvalue(), encoding="utf-8")
     os.replace(tmp, path)
@@ -264,15 +272,13 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-LIST_COLUMNS = ("accepted_lengths", "proposed_lengths", "tokens", "matches")  # kept as text
-
-
 def read_rows(path: Path) -> pd.DataFrame:
-    """A result's CSV as a DataFrame; the space-separated list columns stay strings."""
+    """A result's CSV as a DataFrame; the list columns (`schema.LIST_COLUMNS`) as lists of ints,
+    read as text first (a `matches` cell "0010" is no number)."""
     df = pd.read_csv(path, dtype={c: str for c in LIST_COLUMNS})
     for c in LIST_COLUMNS:
         if c in df.columns:
-            df[c] = df[c].fillna("")
+            df[c] = pd.Series([decode_list(c, v) for v in df[c]], index=df.index, dtype=object)
     return df
 
 

@@ -209,7 +209,6 @@ def _rows_at(
     rows = []
     for name, guess in {**guesses, **control}.items():
         match = [int(a == b) for a, b in zip(reference, guess, strict=True)]
-        tokens = " ".join(map(str, cont)) if name == CONSISTENCY else None
         rows.append(
             {
                 "view": view,
@@ -223,8 +222,8 @@ def _rows_at(
                 "agree": sum(match),
                 "positions": T,
                 "agreement": sum(match) / T,
-                "matches": "".join(map(str, match)),
-                "tokens": tokens,
+                "matches": match,  # lists: schema.LIST_COLUMNS
+                "tokens": list(cont) if name == CONSISTENCY else [],  # g, on one row only
             }
         )
     return rows

@@ -16,7 +16,7 @@ from conftest import FAKE_SECRETS, files_containing
 
 from specdec_lib.analysis.summary import ArmSummary
 from specdec_lib.results import catalog
-from specdec_lib.results.schema import shape_problem, summary_problem
+from specdec_lib.results.schema import decode_row, shape_problem, summary_problem
 
 pm = pytest.importorskip("papermill")
 
@@ -53,8 +53,8 @@ def load(results: Path, exp: str):
     summary = json.loads((d / "summary.json").read_text())
     config = json.loads((d / "config.json").read_text())
     env = json.loads((d / "env.json").read_text())
-    with open(d / "per_prompt.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
+    with open(d / "per_prompt.csv", newline="") as f:  # the text, list columns decoded
+        rows = [decode_row(r) for r in csv.DictReader(f)]
     return summary, config, env, rows
 
 
@@ -177,7 +177,7 @@ def test_speedups_acceptance_and_predictions_match_the_rows(smoke):
                     continue
                 acc = total(mine, "accepted") / total(mine, "proposed")
                 assert s["acceptance_rate"]["value"] == pytest.approx(acc), where
-                calls = sum(len(r["accepted_lengths"].split()) for r in mine)
+                calls = sum(len(r["accepted_lengths"]) for r in mine)
                 per_call = (total(mine, "accepted") + calls) / calls
                 assert s["mean_accepted_length"]["value"] == pytest.approx(per_call), where
                 if "predicted_speedup_leviathan" not in s:
@@ -241,7 +241,7 @@ def test_agreement(smoke):
     for r in rows:
         docs.setdefault(r["prompt"], set()).add((r["article"], r["anchor"], r["positions"]))
         assert len(r["matches"]) == int(r["positions"]) == config["continuation_tokens"]
-        assert int(r["agree"]) == r["matches"].count("1")
+        assert int(r["agree"]) == sum(r["matches"])
     assert all(len(v) == 1 for v in docs.values())
     assert {int(r["context"]) for r in rows} == set(config["contexts"])
 
@@ -274,7 +274,7 @@ def test_k_sweep_and_sampling(smoke):
         assert t["cost_ratio"] == s["cost_ratio"]
         assert t["predicted_speedup_leviathan"] == s["predicted_speedup_leviathan"]
     # the adaptive arm's mean K: its calls that drafted anything, by hand from the rows
-    ks = [int(x) for r in rows if r["method"] == "adaptive" for x in r["proposed_lengths"].split()]
+    ks = [x for r in rows if r["method"] == "adaptive" for x in r["proposed_lengths"]]
     drafted = [x for x in ks if x > 0]
     assert summary["adaptive"]["mean_k_used"] == pytest.approx(sum(drafted) / len(drafted))
     assert 1 <= summary["adaptive"]["mean_k_used"] <= config["adaptive"]["k_max"]

@@ -53,6 +53,14 @@ def test_a_sweep_counts_every_context_and_the_cache_off_run_feeds_its_whole_sequ
     assert sorted(c.tokens for c in steps) == [1 + 10 + 5, 1 + 100 + 5]
 
 
+def test_a_sweep_arm_on_fewer_prompts_is_counted_on_those_only():
+    sweep = {**PAIR, "contexts": [10, 100], "n_prompts": 2}
+    fewer = work("context_sweep", {**sweep, "n_prompts_by_arm": {"d": 1}})
+    # the baseline as before (2 prompts x 2 contexts x (1 + 10)); the draft on 1 prompt
+    assert sum(c.low for c in fewer) == 2 * 2 * (1 + 10) + 1 * 2 * (1 + 2)
+    assert sum(c.high for c in fewer) == 2 * 2 * (1 + 10) + 1 * 2 * (1 + 10)
+
+
 def test_the_agreement_counts_a_continuation_and_a_forward_per_model():
     cfg = {
         "contexts": [10, 100, 500],

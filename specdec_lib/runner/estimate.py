@@ -94,17 +94,20 @@ def generation(context: int, new_tokens: int, k: int, *, use_cache: bool = True)
 
 
 def _timed(cfg: dict[str, Any], contexts: Sequence[int], n_prompts: int) -> list[Calls]:
-    """Every arm of a paired experiment on n_prompts prompts at each context."""
+    """Every arm of a paired experiment on n_prompts prompts at each context (an arm the timed
+    sweep runs on fewer prompts, `n_prompts_by_arm`, on those)."""
     out: list[Calls] = []
+    fewer = cfg.get("n_prompts_by_arm") or {}
     for c in contexts:
         for name, spec in cfg["arms"].items():
+            n = min(n_prompts, int(fewer.get(str(name), n_prompts)))
             k = _arm_k(str(name), str(spec), cfg)
             runs = generation(
                 c, int(cfg["max_new_tokens"]), k, use_cache=cfg.get("use_cache", True)
             )
             warm = int(cfg.get("warmup_tokens", 0))
             runs += [Calls(warm, warm, 1)] if warm else []
-            out += [r.times(n_prompts) for r in runs]
+            out += [r.times(n) for r in runs]
     return out
 
 

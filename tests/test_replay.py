@@ -107,3 +107,19 @@ def test_continuation_summary_changes_by_hand():
     assert s["by_draft"]["d"]["100"]["proposed"] == 60
     assert s["by_draft"]["d"]["10"]["tokens_per_call"] == pytest.approx(5.0)
     assert s["levels"]["d"] == pytest.approx(1.0)
+
+
+def test_a_replay_row_without_its_continuation_is_left_out_of_the_continuation_check():
+    """A consistency row with no tokens (a file written without the column, as the book's
+    synthetic results are) cannot say which continuation it scored: the check leaves it out
+    instead of failing or counting it as the same."""
+    where = {"article": 0, "anchor": 7, "context": 10}
+    base = {**where, "method": "baseline", "draft": "none", "k": 4, "tokens": [1, 2, 3]}
+    for tokens in (None, []):
+        row = {**where, "draft": "target_vs_own_greedy", "matches": [1, 1, 1]}
+        rows = [row if tokens is None else {**row, "tokens": tokens}]
+        chk = R.replay_check(rows, {}, [base], {"baseline": "none"}, 4)
+        assert chk["continuations"] == {"same": 0, "compared": 0}
+    rows = [{**where, "draft": "target_vs_own_greedy", "matches": [1, 1], "tokens": [1, 2]}]
+    chk = R.replay_check(rows, {}, [base], {"baseline": "none"}, 4)
+    assert chk["continuations"] == {"same": 1, "compared": 1}

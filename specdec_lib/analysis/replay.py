@@ -213,18 +213,14 @@ def replay_check(
     replayed = {(r["draft"], *key(r)): r for r in replay_rows}
     # the continuation each (document, context) scored; a row without its tokens (an older or
     # hand-made file) cannot be compared and is left out
-    g = {
-        key(r): list(r["tokens"])
-        for r in replay_rows
-        if r["draft"] == CONSISTENCY and r.get("tokens") is not None and len(r["tokens"])
-    }
+    g = {key(r): r["tokens"] for r in replay_rows if r["draft"] == CONSISTENCY and r.get("tokens")}
     out: dict[str, Any] = {"drafts": {}, "continuations": {"same": 0, "compared": 0}}
     for r in timed_rows:
         if int(r.get("k") or k) != k and r.get("draft") != "none":
             continue
         if r.get("method") == "baseline" and key(r) in g and r.get("tokens") is not None:
             out["continuations"]["compared"] += 1
-            out["continuations"]["same"] += list(r["tokens"])[: len(g[key(r)])] == g[key(r)]
+            out["continuations"]["same"] += list(r["tokens"][: len(g[key(r)])]) == list(g[key(r)])
             continue
         name = by_spec.get(timed_arms.get(str(r.get("method")), ""))
         rep = replayed.get((name, *key(r))) if name else None

@@ -183,8 +183,8 @@ def summarize(rows: Sequence[dict[str, Any]], baseline: str = BASELINE) -> dict[
             s["verify_s_per_call"] = float(verify_s.sum() / calls.sum()) if calls.sum() else None
         # an arm run on fewer prompts than the baseline is paired on its own prompts
         mine = {r["prompt"] for r in rs}
-        paired_base = [r for r in base or [] if r["prompt"] in mine]
-        if base is not None and m != baseline and len(paired_base) == len(rs):
+        paired_base = [r for r in base or [] if r["prompt"] in mine]  # none without a baseline
+        if m != baseline and len(paired_base) == len(rs):
             b_wall = np.array([r["wall_s"] for r in paired_base])
             s["speedup"] = stats.paired_speedup(b_wall, wall).as_dict()
             s["speedup_per_prompt"] = ci_dict((b_wall / wall).tolist())

@@ -422,8 +422,9 @@ def test_thread_choice_alternates_and_keeps_each_counts_fastest(monkeypatch):
 
     model = tiny_gemma(1, 2, vocab=BYTE_VOCAB, dtype=torch.float32, window=16)
     monkeypatch.setattr(torch, "set_num_threads", spy)
-    step_s = runtime.probe_threads(model, (1, 2), rounds=3, steps=2)
-    assert set(step_s) == {1, 2} and all(0 < v < 60 for v in step_s.values())
+    timed = runtime.probe_threads(model, (1, 2), rounds=3, steps=2, rows=5)
+    assert set(timed) == {1, 2} and all(set(t) == {1, 5} for t in timed.values())
+    assert all(0 < v < 60 for t in timed.values() for v in t.values())
     assert seen[:6] == [1, 2, 1, 2, 1, 2]  # in alternation, not one count then the other
 
 
@@ -449,8 +450,106 @@ def test_thread_probe_keeps_the_fastest_step_of_each_count(monkeypatch):
     monkeypatch.setattr(runtime, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
     model = tiny_gemma(1, 2, vocab=BYTE_VOCAB, dtype=torch.float32, window=16)
     step_s = runtime.probe_threads(model, (1, 2), rounds=3, steps=2)
-    assert step_s == {1: pytest.approx(0.1), 2: pytest.approx(0.15)}
+    assert step_s == {1: {1: pytest.approx(0.1)}, 2: {1: pytest.approx(0.15)}}
     assert next(clock, None) is None  # every step was timed, nothing else
+
+
+def test_thread_probe_times_the_verification_after_the_steps_of_each_count(monkeypatch):
+    """A scripted clock: rounds = 2, counts (1, 2), in each 2 one-row steps then 2 calls of
+    rows = 4, in probing order
+        round 1: 1 -> steps 0.5, 0.4  calls 2.0, 1.5    2 -> steps 0.6, 0.7  calls 1.2, 1.1
+        round 2: 1 -> steps 0.3, 0.9  calls 1.8, 2.5    2 -> steps 0.8, 0.2  calls 0.9, 1.3
+    Fastest: 1 thread 0.3 (step) and 1.5 (call); 2 threads 0.2 and 0.9. Catches: the calls
+    timed as steps or the other way round, the verification left out, its fastest not kept,
+    or a count's verification timed under the other count."""
+    from types import SimpleNamespace
+
+    from specdec_lib.environment import runtime
+
+    durations = [0.5, 0.4, 2.0, 1.5, 0.6, 0.7, 1.2, 1.1, 0.3, 0.9, 1.8, 2.5, 0.8, 0.2, 0.9, 1.3]
+    ticks: list[float] = []
+    now = 0.0
+    for d in durations:
+        ticks += [now, now + d]
+        now += d + 1.0
+    clock = iter(ticks)
+    monkeypatch.setattr(runtime, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
+    model = tiny_gemma(1, 2, vocab=BYTE_VOCAB, dtype=torch.float32, window=16)
+    timed = runtime.probe_threads(model, (1, 2), rounds=2, steps=2, rows=4)
+    assert timed == {
+        1: {1: pytest.approx(0.3), 4: pytest.approx(1.5)},
+        2: {1: pytest.approx(0.2), 4: pytest.approx(0.9)},
+    }
+    assert next(clock, None) is None  # every call was timed, nothing else
+
+
+def fake_probe(step: dict[int, float], verify: dict[int, float]):
+    """A probe that measures nothing: these fastest times per count, a step and a verification
+    of the rows asked for."""
+
+    def probe(model, counts, rounds, rows):
+        assert tuple(counts) == (1, 2) and rows == 8
+        return {n: {1: step[n], rows: verify[n]} for n in counts}
+
+    return probe
+
+
+@pytest.mark.parametrize(("verify", "want"), [({1: 0.030, 2: 0.020}, 2), ({1: 0.020, 2: 0.030}, 1)])
+def test_thread_choice_follows_the_verification_when_the_steps_tie(monkeypatch, verify, want):
+    """One-row steps tie at 10 ms; a verification of K + 1 = 8 rows takes 30 ms with one thread
+    and 20 ms with two (and the other way round): the cheaper step + verification wins, and
+    every figure is recorded. Catches: the choice made on the steps alone (1 thread on the tie,
+    what the probe did before it timed a verification), the sum's terms dropped or swapped."""
+    from specdec_lib.environment import runtime
+
+    monkeypatch.delenv("SPECDEC_THREADS", raising=False)
+    model = tiny_gemma(1, 2, vocab=BYTE_VOCAB, dtype=torch.float32, window=16)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        probe = fake_probe({1: 0.010, 2: 0.010}, verify)
+        got = runtime.choose_threads(model, rows=8, rounds=3, probe=probe)
+        assert got["threads"] == want == torch.get_num_threads()
+        assert got["chosen_by"] == "timing" and got["verify_rows"] == 8
+        assert got["step_s"] == {"1": 0.010, "2": 0.010}
+        assert got["verify_s"] == {"1": verify[1], "2": verify[2]}
+        assert got["cost_s"] == {"1": 0.010 + verify[1], "2": 0.010 + verify[2]}
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_thread_choice_weighs_the_step_and_the_verification_alike(monkeypatch):
+    """Two threads win the verification by 5 ms and lose the step by 8 ms: one thread, whose
+    step + verification is 3 ms cheaper. Catches: the choice made on the verification alone."""
+    from specdec_lib.environment import runtime
+
+    monkeypatch.delenv("SPECDEC_THREADS", raising=False)
+    model = tiny_gemma(1, 2, vocab=BYTE_VOCAB, dtype=torch.float32, window=16)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        probe = fake_probe({1: 0.010, 2: 0.018}, {1: 0.025, 2: 0.020})
+        assert runtime.choose_threads(model, rows=8, probe=probe)["threads"] == 1
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_runtime_setup_probes_the_widest_call_it_warms(monkeypatch):
+    """The CLI and the study hand setup their widest call, K + 1 rows; the probe times it."""
+    from specdec_lib.environment import runtime
+
+    asked: list[int] = []
+
+    def choose(model, *, rows=1, **kw):
+        asked.append(rows)
+        return {"threads": 1, "chosen_by": "timing", "step_s": {}}
+
+    monkeypatch.setattr(runtime, "_CHOICE", None)
+    monkeypatch.setattr(runtime, "_WARM", {})
+    monkeypatch.setattr(runtime, "choose_threads", choose)
+    monkeypatch.setattr(runtime, "warm_kernels", lambda model, max_rows: 0.0)
+    runtime.setup(torch.nn.Linear(1, 1), 6)
+    assert asked == [6]
 
 
 def test_specdec_threads_overrides_the_timing(monkeypatch):
@@ -470,8 +569,9 @@ def test_specdec_threads_overrides_the_timing(monkeypatch):
             runtime.choose_threads(model)
         monkeypatch.delenv("SPECDEC_THREADS")
         torch.set_num_threads(2)
-        got = runtime.choose_threads(model, rounds=2)
+        got = runtime.choose_threads(model, rows=3, rounds=2)
         assert got["chosen_by"] == "timing" and set(got["step_s"]) == {"1", "2"}
+        assert set(got["verify_s"]) == set(got["cost_s"]) == {"1", "2"}
         assert torch.get_num_threads() == got["threads"]
     finally:
         torch.set_num_threads(before)

@@ -37,8 +37,8 @@ timed the same way (`calibrate`); c = c_call per draft token is Leviathan's cost
 accounting identity (mean accepted length x baseline step / in-loop time per call) is kept as an
 internal consistency check (`accounting_ratio`), not as a target. The thread count is chosen as
 the CLI and the study choose it (`runtime.choose_threads`: 1 and torch's default probed in
-alternation, each count's fastest step; `$SPECDEC_THREADS` overrides), with both numbers in the
-output.
+alternation, each count's fastest 1-row step plus its fastest verification of the largest K + 1
+rows; `$SPECDEC_THREADS` overrides), with every number in the output.
 
 It prints one table (tokens/s with 95% CIs, speedup over our baseline and over HF greedy,
 acceptance, mean accepted length, cost ratio, measured/predicted speedup, share of repeated

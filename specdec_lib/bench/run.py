@@ -92,9 +92,10 @@ def warm_kernels(loaded: LoadedModel, max_rows: int, prompt_lengths: Sequence[in
     return runtime.warm_kernels(loaded.model, max_rows, prompt_lengths, stock=True)
 
 
-def choose_threads(loaded: LoadedModel) -> dict[str, Any]:
-    """The run's thread count, chosen as the CLI and the study choose it."""
-    return runtime.choose_threads(loaded.model)
+def choose_threads(loaded: LoadedModel, rows: int) -> dict[str, Any]:
+    """The run's thread count, chosen as the CLI and the study choose it: a 1-row step plus a
+    verification of `rows` rows (the bench's largest K + 1) per count."""
+    return runtime.choose_threads(loaded.model, rows=rows)
 
 
 # ----------------------------------------------------------------------------- the run
@@ -349,7 +350,7 @@ def run_bench(
         }
         run = BenchSession(s, loaded, fit_ids_of(loaded), prompts)
         max_k = max(*s.ks, BEST_LONG.k, BEST_SHORT.k)
-        threads = choose_threads(loaded)  # first: kernels are built per thread count
+        threads = choose_threads(loaded, max_k + 1)  # first: kernels are built per count
         warm_s = warm_kernels(loaded, max_k + 1, [c + 1 for c in s.contexts] + list(s.contexts))
         if "long" in s.groups:
             _long_groups(run)

@@ -31,6 +31,7 @@ from specdec_lib.core.draft import Draft, Drafter, NoDrafter
 from specdec_lib.core.sampling import make_generator
 from specdec_lib.drafters.adaptive import AdaptiveDrafter
 from specdec_lib.drafters.bigram import BigramDrafter
+from specdec_lib.drafters.gate import GateDrafter
 from specdec_lib.drafters.lookup import LookupDrafter
 from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.drafters.ngram import NgramDrafter
@@ -60,6 +61,9 @@ DRAFTERS = {
         max_ngram=3, fallback=BigramDrafter.fit(fit, VOCAB)
     ),
     "bigram": lambda t, d, w, fit: BigramDrafter.fit(fit, VOCAB),
+    "gate_bigram": lambda t, d, w, fit: GateDrafter(
+        BigramDrafter.fit(fit, VOCAB), window=2, min_accepted=2, backoff=2
+    ),
     "model": lambda t, d, w, fit: ModelDrafter(d),
     "model_narrow_vocab": lambda t, d, w, fit: ModelDrafter(d, vocab_size=VOCAB - 16),
     "model_wide_vocab_sliced": lambda t, d, w, fit: ModelDrafter(w, vocab_size=VOCAB),
@@ -439,6 +443,7 @@ WRAPPERS = {
     "tree": lambda inner: TreeDrafter(fallback=inner),
     "ngram": lambda inner: NgramDrafter(fallback=inner),
     "adaptive": lambda inner: AdaptiveDrafter(inner),
+    "gate": lambda inner: GateDrafter(inner),
 }
 
 

@@ -20,6 +20,7 @@ from specdec_lib.core.decode import speculative_decode
 from specdec_lib.core.draft import NoDrafter
 from specdec_lib.drafters.adaptive import AdaptiveDrafter
 from specdec_lib.drafters.bigram import BigramDrafter
+from specdec_lib.drafters.gate import GateDrafter
 from specdec_lib.drafters.lookup import LookupDrafter
 from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.drafters.ngram import NgramDrafter
@@ -68,6 +69,8 @@ FORMS = [
     ("shared:30", SharedBodyDrafter, {}),
     ("adaptive:bigram", AdaptiveDrafter, {"k_start": 4, "k_max": 6}),
     ("adaptive:2:5:ngram+bigram", AdaptiveDrafter, {"k_start": 2, "k_max": 5}),
+    ("gate:ngram", GateDrafter, {"window": 8, "min_accepted": 2, "backoff": 8}),
+    ("gate:4:1:16:lookup:3", GateDrafter, {"window": 4, "min_accepted": 1, "backoff": 16}),
     ("best", NgramDrafter, {"max_ngram": 3}),
     ("tree", TreeDrafter, {}),
     ("tree:8:3", TreeDrafter, {}),
@@ -96,6 +99,10 @@ def test_nested_and_fallback_drafters_are_the_right_kinds(loaded):
     ad = build("adaptive:2:5:ngram+bigram", ctx(loaded))
     assert isinstance(ad.inner, NgramDrafter) and isinstance(ad.inner.fallback, BigramDrafter)
     assert isinstance(build("self:2", ctx(loaded)), ModelDrafter)
+    gate = build("gate:4:1:16:lookup:3", ctx(loaded))
+    assert isinstance(gate.inner, LookupDrafter) and gate.inner.k_fallback == 3
+    gated = build("gate:adaptive:2:5:ngram", ctx(loaded))
+    assert isinstance(gated.inner, AdaptiveDrafter) and isinstance(gated.inner.inner, NgramDrafter)
 
 
 def test_adaptive_takes_its_cap_from_the_run_and_its_inner_drafter_from_the_caller(loaded):
@@ -172,6 +179,24 @@ def test_every_bench_configuration_runs_from_generate_with_the_benchs_k(monkeypa
         assert presets, f"{cfg.name}: no preset names it"
 
 
+def test_generate_runs_a_gated_ngram_at_the_k_given(monkeypatch):
+    """`generate --draft gate:ngram --k 7` hands the generator the gated spec and K = 7."""
+    seen = {}
+
+    class FakeGenerator:
+        @classmethod
+        def load(cls, target, draft, **kw):
+            seen[draft] = kw["k"]
+            raise SpecdecError("stop here")
+
+    import specdec_lib.generate
+
+    monkeypatch.setattr(specdec_lib.generate, "Generator", FakeGenerator)
+    argv = ["generate", "--target", "embedded", "--prompt", "x", "--draft", "gate:ngram"]
+    assert main([*argv, "--k", "7"]) == 2
+    assert seen == {"gate:ngram": 7}
+
+
 def test_the_benchs_self_spec_is_accepted(loaded):
     assert parse(configs._self_spec(loaded)).name == "self"
 
@@ -211,6 +236,13 @@ BAD = [
     "adaptive:4:8",
     "adaptive:5:2:bigram",
     "adaptive:adaptive:bigram",
+    "gate:8:ngram",
+    "gate:8:2:ngram",
+    "gate:0:2:8:ngram",
+    "gate:8:2:0:ngram",
+    "gate:8:2:8",
+    "gate:gate:ngram",
+    "gate:unicorn",
     "shared:x",
     "",
     " ",
@@ -258,6 +290,8 @@ CHECKED_WITHOUT_TORCH = [
     "best_short",
     "adaptive:2:5:ngram+bigram",
     "adaptive:self",
+    "gate:ngram",
+    "gate:8:2:8:lookup+shared:3:2",
     "self:3:40",
     "tree+shared:16:4",
     "lookup+bigram:1",

@@ -15,6 +15,7 @@ Specs (`valid_forms()`): `none` (autoregressive baseline), `bigram`, `ngram[:MAX
 `self[:LAYERS[:KEEP]]` (a self-draft of the target with its own cache and a pruned head),
 `shared[:KEEP]` (the target's own body on its own cache with a pruned head), `model:ID_OR_PATH`
 (any causal LM sharing the target's tokenizer), `adaptive[:KSTART:KMAX]:SPEC`,
+`gate[:WINDOW:MIN:BACKOFF]:SPEC` (SPEC silenced while its drafts are not accepted: `drafters.gate`),
 `tree[:NODES[:BRANCH]]` / `tree+shared` / `tree+bigram` (tree verification, greedy only:
 `drafters.tree`); drafts that compute apart from the target: `exit:LAYERS` (early exit, full
 head), `int8` (an int8 copy of the target), `int8w[:KEEP]` (a weight-only int8 copy on int8
@@ -60,6 +61,11 @@ TREE_BRANCH = 2  # bigram successors of the last token
 MAX_TREE_NODES = 256  # a tree's nodes are rows of one verification forward: bounded like LAYERS
 MAX_TREE_BRANCH = 16
 DISTILLED_MARKER = "specdec-distilled.json"  # written last: its presence means it is complete
+# The gate (`gate:SPEC`): closed for GATE_BACKOFF steps whenever the last GATE_WINDOW verified
+# drafts accepted fewer than GATE_MIN_ACCEPTED tokens in all (a quarter of a token per draft)
+GATE_WINDOW = 8
+GATE_MIN_ACCEPTED = 2
+GATE_BACKOFF = 8
 
 
 @dataclass(frozen=True)
@@ -182,6 +188,26 @@ def _adaptive_args(rest: str) -> tuple[int | None, int | None, str]:
     return k_start, k_max, inner
 
 
+def _gate_args(rest: str) -> tuple[int, int, int, str]:
+    """WINDOW:MIN:BACKOFF (all three or none) before the wrapped SPEC."""
+    parts = rest.split(":")
+    lead = 0
+    while lead < len(parts) - 1 and parts[lead].isascii() and parts[lead].isdigit():
+        lead += 1
+    if lead not in (0, 3):
+        raise ValueError(f"takes WINDOW:MIN:BACKOFF (three integers) or none, got {lead}")
+    if lead:
+        window, min_accepted, backoff = ints(":".join(parts[:3]), 3, least=3, minimum=0)
+        if window < 1 or backoff < 1:
+            raise ValueError(f"WINDOW and BACKOFF must be >= 1, got {window} and {backoff}")
+    else:
+        window, min_accepted, backoff = GATE_WINDOW, GATE_MIN_ACCEPTED, GATE_BACKOFF
+    inner = ":".join(parts[lead:])
+    if _parse(inner).name == "gate":
+        raise ValueError("a gate cannot wrap another")
+    return window, min_accepted, backoff, inner
+
+
 def _model_args(rest: str) -> tuple[str]:
     return (model_path(rest),)
 
@@ -263,6 +289,7 @@ REGISTRY: dict[str, Entry] = {
     for e in [
         Entry("none", ("none",), no_args, f"{_D}.base:build_none"),
         Entry("adaptive", ("adaptive[:KSTART:KMAX]:SPEC",), _adaptive_args, f"{_D}.adaptive:build"),
+        Entry("gate", ("gate[:WINDOW:MIN:BACKOFF]:SPEC",), _gate_args, f"{_D}.gate:build"),
         Entry("bigram", ("bigram",), no_args, f"{_D}.bigram:build"),
         Entry("model", ("model:ID_OR_PATH",), _model_args, f"{_D}.model:build"),
         Entry("self", ("self[:LAYERS[:KEEP]]",), _self_args, f"{_D}.self_draft:build"),

@@ -79,13 +79,17 @@ evaluate: setup
 	  $(MAKE) --no-print-directory _evaluate-locked
 
 # each executed notebook is scrubbed (specdec_lib/environment/scrub.py) before it may be committed:
-# no progress bars, no warnings, no local absolute paths in its outputs
+# no progress bars, no warnings, no local absolute paths in its outputs. Unless forced, a notebook
+# whose every result would be reused and whose executed copy shows them is kept as it is, not
+# executed again (specdec_lib/runner/keep.py): a batch on unchanged inputs rewrites no file.
 _evaluate-locked:
 	@start=$$(date +%s); \
 	export SPECDEC_BATCH="$${SPECDEC_BATCH:-$(PROFILE)-$$(date -u +%Y%m%dT%H%M%SZ)}"; \
 	echo "== batch $$SPECDEC_BATCH (the W&B group of its runs)"; \
 	for nb in $(NOTEBOOKS); do \
 	  echo "== $$nb ($(PROFILE))"; \
+	  if [ "$(FORCE_PY)" = False ] && $(PY) -m specdec_lib.runner.keep $$nb $(OUT_NB)/$$nb.ipynb \
+	    --profile $(PROFILE) --results-dir $(RESULTS_DIR); then continue; fi; \
 	  $(VENV)/bin/papermill notebooks/$$nb.ipynb $(OUT_NB)/$$nb.ipynb -k $(KERNEL) --cwd . \
 	    -p profile $(PROFILE) -p results_dir $(RESULTS_DIR) -p force $(FORCE_PY) \
 	    --log-output --no-progress-bar || exit 1; \

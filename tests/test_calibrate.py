@@ -54,3 +54,49 @@ def test_ceiling_accepts_all_only_on_the_targets_own_continuation(target64, sing
     wrong[1] = (wrong[1] + 1) % target64.config.vocab_size  # inside every K >= 2's draft
     bad = ceiling(CachedLM(target64), [base_row(0, wrong)], prompts, 1, 2, repeats=1)
     assert bad["all_accepted"] is False
+
+
+def test_calibration_times_verification_under_the_arms_repetition_control(
+    target64, single_thread, monkeypatch
+):
+    """Each arm's verification is timed with its own repetition control, as its decode loop
+    runs it (under a penalty, processing K + 1 rows of logits is part of a call's cost). Planted
+    bug it catches (seen failing): `verify_step` called without the control, which left the
+    processing out of the loop-free groups' calibrated cost."""
+    from specdec_lib.bench import calibrate as cal
+    from specdec_lib.core.draft import Draft
+    from specdec_lib.core.processors import NO_CONTROL, RepetitionControl
+    from specdec_lib.measure.paired import Arm, Method
+
+    rp = RepetitionControl(repetition_penalty=1.2)
+    lm = CachedLM(target64)
+
+    class Fixed:  # proposes two fixed tokens
+        def attach(self, lm):
+            pass
+
+        def process_with(self, control):
+            pass
+
+        def begin(self, prompt):
+            pass
+
+        def propose(self, seq, k, sampling, generator):
+            return Draft([3, 4])
+
+    def arm(name: str, control: RepetitionControl) -> Arm:
+        gen = cal.Generator(None, Fixed(), lm, (), control)
+        return Arm(Method(name, k=2), gen)
+
+    seen: list[tuple[int, RepetitionControl]] = []
+    real = cal.verify_step
+
+    def spy(lm_, seq, draft, sampling, gen, control=NO_CONTROL):
+        seen.append((len(draft.tokens), control))
+        return real(lm_, seq, draft, sampling, gen, control)
+
+    monkeypatch.setattr(cal, "verify_step", spy)
+    out = cal.calibrate([arm("baseline", rp), arm("x", rp), arm("plain", NO_CONTROL)],
+                        [random_prompt(7, 6)], repeats=1)  # fmt: skip
+    assert set(out) == {"x", "plain"}
+    assert [c for _, c in seen] == [rp, rp, NO_CONTROL]

@@ -70,7 +70,9 @@ def _fastest_calls(
     gen: torch.Generator,
 ) -> dict[str, tuple[float, float, int]]:
     """At one sequence, per arm: the fastest draft call and the fastest verification of its
-    draft over `repeats` (arms alternating within a repeat), and the draft's length."""
+    draft over `repeats` (arms alternating within a repeat), and the draft's length. The
+    verification processes the logits with the arm's repetition control, as its decode loop
+    does: under a penalty that processing is part of every call's cost."""
     prefill(lm, seq)
     for a in ours:
         a.generator.drafter.attach(lm)
@@ -83,7 +85,7 @@ def _fastest_calls(
             t0 = time.perf_counter()
             draft = clip_draft(a.generator.drafter.propose(list(seq), k, greedy, gen), k)
             t1 = time.perf_counter()
-            verify_step(lm, list(seq), draft, greedy, gen)
+            verify_step(lm, list(seq), draft, greedy, gen, a.generator.control)
             t2 = time.perf_counter()
             lm.rollback(len(seq) - 1)
             d_s, v_s, _ = fastest[name]

@@ -99,20 +99,23 @@ class RepetitionControl:
         return out
 
     def _penalise(self, out: torch.Tensor, seq: list[int], drafts: Sequence[int]) -> None:
+        """Every row at once over the prefix's tokens, then each draft token new to the
+        sequence over the rows after it: the same element-wise rule as row by row, in a few
+        tensor calls instead of several per row."""
         import torch
 
         r = self.repetition_penalty
-        seen = sorted(set(seq))
-        for i in range(out.shape[0]):
-            if i:  # row i also saw drafts[i - 1]
-                t = drafts[i - 1]
-                if t not in seen:
-                    seen.append(t)
-            if not seen:
+        seen = set(seq)
+        if seen:
+            idx = torch.tensor(sorted(seen), device=out.device)
+            s = out[:, idx]  # [m, P]
+            out[:, idx] = torch.where(s < 0, s * r, s / r)
+        for i, t in enumerate(drafts[: out.shape[0] - 1]):  # rows i + 1.. saw drafts[i]
+            if t in seen:
                 continue
-            idx = torch.tensor(seen, device=out.device)
-            s = out[i, idx]
-            out[i, idx] = torch.where(s < 0, s * r, s / r)
+            seen.add(t)
+            s = out[i + 1 :, t]
+            out[i + 1 :, t] = torch.where(s < 0, s * r, s / r)
 
     def _ban(self, out: torch.Tensor, seq: list[int], drafts: Sequence[int]) -> None:
         import torch

@@ -48,10 +48,16 @@ def test_a_changed_bench_file_changes_the_page(tmp_path):
         d["ceiling"]["by_k"]["4"]["ceiling"] = 7.77
         d["identity"]["identical_fraction"]["tree"] = 0.5
 
-    before = perf.page_markdown(perf.read_bench(BENCH))
+    committed = perf.read_bench(BENCH)
+    tree_ident = committed["groups"]["long_c100"]["arms"]["tree"]["identical_to_baseline"]
+    assert tree_ident != 0.9, "the planted identity must differ from the committed one"
+    before = perf.page_markdown(committed)
     after = perf.page_markdown(perf.read_bench(_planted(tmp_path, change)))
     assert "9.87x [9.50, 10.25], n=10" in after and "9.87x" not in before
-    assert "`long_c100`: 90% of 10 prompts" in after and "`long_c100`: 30%" in before
+    assert (
+        "`long_c100`: 90% of 10 prompts" in after
+        and f"`long_c100`: {tree_ident:.0%} of 10" in before
+    )
     assert "repetition 0.99" in after and "7.77x" not in before
     assert "| 4 | 7.77x |" in after and "ceiling is 7.77x at K = 4" in after
     assert "which rounding does not explain" in after and "rounding does not" not in before

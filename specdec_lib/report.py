@@ -1,6 +1,6 @@
 """What the book's chapters call (`from specdec_lib import report as R`): a facade over the
 torch-free reading (results.read), the analysis (analysis.changes, analysis.theory) and the
-presentation (reporting.format, earlier, tables, verdicts, figures). Defines nothing of its own
+presentation (reporting.format, earlier, tables, hypotheses, figures). Defines nothing of its own
 except the command line:
 
 `python -m specdec_lib.report --profile embedded` prints the paradox verdicts with their numbers.
@@ -27,15 +27,15 @@ from specdec_lib.reporting.figures.book import (
 from specdec_lib.reporting.figures.style import new_figure, show
 from specdec_lib.reporting.format import (admonition, ci, ci_pct, common_markdown, md_table,
                                           missing_note, num, pct, split_common)
+from specdec_lib.reporting.hypotheses import (LABELS, bottom_line, h3_per_draft, key_numbers,
+                                              replay_check_sentence, rule_markdown, scope,
+                                              t4_beside, verdict_table, verdicts)
 from specdec_lib.reporting.identity import identity_clause, identity_sentence, identity_table
 from specdec_lib.reporting.runs import (batch_time_sentence, config_table, env_table,
                                         total_batch_seconds)
 from specdec_lib.reporting.sampling_tables import sampling_table, sequence_sentence, sequence_table
 from specdec_lib.reporting.tables import (beside_published, headline_table, k_sweep_table,
                                           peers_table, study_table, transformer_note)
-from specdec_lib.reporting.verdicts import (LABELS, bottom_line, h3_per_draft, key_numbers,
-                                            replay_check_sentence, rule_markdown, scope,
-                                            t4_beside, verdict_table, verdicts)
 from specdec_lib.results.catalog import EXPERIMENTS, NOTEBOOKS
 from specdec_lib.results.read import (book_profile, damaged_results, load_results,
                                       profiles_with_results)

@@ -4,7 +4,7 @@ rule (analysis.rules) compares with a threshold, the other numbers it rests on, 
 `findings(profile, published)` reads a profile's results (results.read) and the earlier study's
 recomputed table (reporting.earlier passes it in) and returns one `Finding` per hypothesis. A
 profile that lacks what a rule needs gives "not tested" with what is missing. Pure and torch-free;
-writes no prose (reporting.verdicts does).
+writes no prose (reporting.hypotheses does).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 interval, n, the file it is read from and a Python expression that recomputes it.
 
 `CLAIMS` maps a group name to a function `(Profile) -> list[Claim]`: the introduction's key
-numbers (`reporting.verdicts.key_numbers`), each verdict's Q (`analysis.verdicts.findings`), the
+numbers (`reporting.hypotheses.key_numbers`), each verdict's Q (`analysis.verdicts.findings`), the
 headline and every arm of every experiment's summary (what `reporting.tables` formats), and the
 performance chapter's bench file (`reporting.performance`). `claims(p)` runs them all;
 `recompute(claim, p)` evaluates a claim's expression against the profile (what `python -m
@@ -24,8 +24,8 @@ from typing import Any
 from specdec_lib.analysis.verdicts import Finding, findings, ladder
 from specdec_lib.reporting.earlier import earlier_drop, earlier_recomputed
 from specdec_lib.reporting.format import as_float, central, finite, interval_n, md_table, num
+from specdec_lib.reporting.hypotheses import KEY_QUANTITY
 from specdec_lib.reporting.performance import BENCH_FILE, BENCH_FILES, read_bench
-from specdec_lib.reporting.verdicts import KEY_QUANTITY
 from specdec_lib.results.read import Profile
 
 # keys of a headline that describe the run rather than state a result
@@ -239,7 +239,7 @@ def verdict_claims(p: Profile) -> list[Claim]:
 
 
 def key_number_claims(p: Profile) -> list[Claim]:
-    """The introduction's key numbers (reporting.verdicts.key_numbers): the earlier study's
+    """The introduction's key numbers (reporting.hypotheses.key_numbers): the earlier study's
     reported acceptances, per-position agreement at both ends of the test range and the implied
     acceptance change of each draft that computes apart from the target, and the verdict
     quantities it shows; each named as that table names it."""
@@ -262,7 +262,7 @@ def key_number_claims(p: Profile) -> list[Claim]:
 
 
 def _agreement_claims(p: Profile, s: dict[str, Any]) -> list[Claim | None]:
-    """As reporting.verdicts._agreement_key_rows: each draft of the ladder that is a test of
+    """As reporting.hypotheses._agreement_key_rows: each draft of the ladder that is a test of
     H3, its level (agreement at the range's first context on the target's own continuation)
     and its tokens-per-call ratio over the range."""
     res = p.get("agreement")
@@ -291,7 +291,7 @@ def _agreement_claims(p: Profile, s: dict[str, Any]) -> list[Claim | None]:
 
 
 def _quantity_claims(p: Profile) -> list[Claim | None]:
-    """The verdict quantities the introduction shows (reporting.verdicts.KEY_QUANTITY), named
+    """The verdict quantities the introduction shows (reporting.hypotheses.KEY_QUANTITY), named
     as its key-numbers table names them."""
     out: list[Claim | None] = []
     for key, (what, _, _) in KEY_QUANTITY.items():

@@ -27,9 +27,10 @@ from specdec_lib.reporting.figures.book import (
 from specdec_lib.reporting.figures.style import new_figure, show
 from specdec_lib.reporting.format import (admonition, ci, ci_pct, common_markdown, md_table,
                                           missing_note, num, pct, split_common)
-from specdec_lib.reporting.hypotheses import (LABELS, bottom_line, h3_per_draft, key_numbers,
-                                              replay_check_sentence, rule_markdown, scope,
-                                              t4_beside, verdict_table, verdicts)
+from specdec_lib.reporting.hypotheses import (LABELS, h3_per_draft, rule_markdown, scope,
+                                              verdict_table, verdicts)
+from specdec_lib.reporting.hypotheses_summary import (bottom_line, key_numbers,
+                                                      replay_check_sentence, t4_beside)
 from specdec_lib.reporting.identity import identity_clause, identity_sentence, identity_table
 from specdec_lib.reporting.runs import (batch_time_sentence, config_table, env_table,
                                         total_batch_seconds)

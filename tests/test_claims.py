@@ -14,7 +14,8 @@ import pytest
 from specdec_lib.cli import main
 from specdec_lib.reporting.claims import CLAIMS, Claim, claims, differing, recompute
 from specdec_lib.reporting.format import central, num
-from specdec_lib.reporting.hypotheses import key_numbers, verdicts
+from specdec_lib.reporting.hypotheses import verdicts
+from specdec_lib.reporting.hypotheses_summary import key_numbers
 from specdec_lib.results.read import load_results, results_root
 
 PROFILE = "embedded"

@@ -1,8 +1,8 @@
 """Every number the book states from result files, as a registry of claims: each with its value,
 interval, n, the file it is read from and a Python expression that recomputes it.
 
-`CLAIMS` maps a group name to a function `(Profile) -> list[Claim]`: the introduction's key
-numbers (`reporting.hypotheses.key_numbers`), each verdict's Q (`analysis.verdicts.findings`), the
+`CLAIMS` maps a group name to a function `(Profile) -> list[Claim]`: the introduction's key numbers
+(`reporting.hypotheses_summary.key_numbers`), each verdict's Q (`analysis.verdicts.findings`), the
 headline and every arm of every experiment's summary (what `reporting.tables` formats), and the
 performance chapter's bench file (`reporting.performance`). `claims(p)` runs them all;
 `recompute(claim, p)` evaluates a claim's expression against the profile (what `python -m
@@ -24,7 +24,7 @@ from typing import Any
 from specdec_lib.analysis.verdicts import Finding, findings, ladder
 from specdec_lib.reporting.earlier import earlier_drop, earlier_recomputed
 from specdec_lib.reporting.format import as_float, central, finite, interval_n, md_table, num
-from specdec_lib.reporting.hypotheses import KEY_QUANTITY
+from specdec_lib.reporting.hypotheses_summary import KEY_QUANTITY
 from specdec_lib.reporting.performance import BENCH_FILE, BENCH_FILES, read_bench
 from specdec_lib.results.read import Profile
 
@@ -239,9 +239,9 @@ def verdict_claims(p: Profile) -> list[Claim]:
 
 
 def key_number_claims(p: Profile) -> list[Claim]:
-    """The introduction's key numbers (reporting.hypotheses.key_numbers): the earlier study's
-    reported acceptances, per-position agreement at both ends of the test range and the implied
-    acceptance change of each draft that computes apart from the target, and the verdict
+    """The introduction's key numbers (reporting.hypotheses_summary.key_numbers): the earlier
+    study's reported acceptances, per-position agreement at both ends of the test range and the
+    implied acceptance change of each draft that computes apart from the target, and the verdict
     quantities it shows; each named as that table names it."""
     e = earlier_drop()
     out = [
@@ -262,9 +262,9 @@ def key_number_claims(p: Profile) -> list[Claim]:
 
 
 def _agreement_claims(p: Profile, s: dict[str, Any]) -> list[Claim | None]:
-    """As reporting.hypotheses._agreement_key_rows: each draft of the ladder that is a test of
-    H3, its level (agreement at the range's first context on the target's own continuation)
-    and its tokens-per-call ratio over the range."""
+    """As reporting.hypotheses_summary._agreement_key_rows: each draft of the ladder that is a
+    test of H3, its level (agreement at the range's first context on the target's own
+    continuation) and its tokens-per-call ratio over the range."""
     res = p.get("agreement")
     out: list[Claim | None] = []
     src = _source(p, "agreement", "summary.json")
@@ -291,8 +291,8 @@ def _agreement_claims(p: Profile, s: dict[str, Any]) -> list[Claim | None]:
 
 
 def _quantity_claims(p: Profile) -> list[Claim | None]:
-    """The verdict quantities the introduction shows (reporting.hypotheses.KEY_QUANTITY), named
-    as its key-numbers table names them."""
+    """The verdict quantities the introduction shows (reporting.hypotheses_summary.KEY_QUANTITY),
+    named as its key-numbers table names them."""
     out: list[Claim | None] = []
     for key, (what, _, _) in KEY_QUANTITY.items():
         f = finding(p, key)

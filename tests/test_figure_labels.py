@@ -11,7 +11,7 @@ import pytest
 from matplotlib.container import ErrorbarContainer
 
 from specdec_lib import report as R
-from specdec_lib.reporting.figures import context
+from specdec_lib.reporting.figures import context_length
 from specdec_lib.results import catalog
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +49,7 @@ def test_h1_time_per_token_has_intervals_and_n(embedded):
 
 def test_ms_per_token_is_the_pooled_ratio_with_its_interval(embedded):
     rows = embedded.get("context_sweep").rows
-    t = context.ms_per_token(rows)
+    t = context_length.ms_per_token(rows)
     one = t[(t["method"] == "baseline") & (t["context"] == 100)].iloc[0]
     g = rows[(rows["method"] == "baseline") & (rows["context"] == 100)]
     assert one["ms_per_token"] == pytest.approx(1000 * g["wall_s"].sum() / g["new_tokens"].sum())
@@ -64,10 +64,12 @@ def test_h2_legend_says_what_each_speedup_is_divided_by(embedded):
 
 
 def test_no_acceptance_plot_for_the_cache_off_sweep_which_runs_the_baseline_alone(embedded):
-    assert context.acceptance_vs_context(embedded.get("context_sweep_nocache").summary) is None
+    assert (
+        context_length.acceptance_vs_context(embedded.get("context_sweep_nocache").summary) is None
+    )
     files = [f.file for f in catalog.experiment("context_sweep_nocache").figures]
     assert "acceptance_vs_context.png" not in files
-    assert context.acceptance_vs_context(embedded.get("context_sweep").summary) is not None
+    assert context_length.acceptance_vs_context(embedded.get("context_sweep").summary) is not None
 
 
 def test_training_curve_puts_loss_and_agreement_on_separate_labelled_axes(embedded):

@@ -1,7 +1,7 @@
-"""The book's figures: each `fig_*` picks what one chapter shows from a profile's results and
-draws it with the same function the study used for the result directory's PNG (figures.arms,
-figures.context). Returns None when the profile lacks the experiment, so a chapter degrades to
-nothing instead of raising.
+"""The book's figures: each `fig_*` picks what one chapter shows from a profile's results and draws
+it with the same function the study used for the result directory's PNG (figures.arms,
+figures.context_length). Returns None when the profile lacks the experiment, so a chapter degrades
+to nothing instead of raising.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from specdec_lib.analysis.rules import PUBLISHED_K
 from specdec_lib.analysis.theory import a_from_rate
 from specdec_lib.analysis.verdicts import sweep_primary
 from specdec_lib.reporting.earlier import earlier_drop, earlier_recomputed
-from specdec_lib.reporting.figures import arms, context, results
+from specdec_lib.reporting.figures import arms, context_length, results
 from specdec_lib.reporting.identity import identity_margins
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.read import Profile, role_arm, stored_sweep_table, sweep_contexts
@@ -41,7 +41,7 @@ def arm_names(res: ExperimentResult | None) -> dict[str, str]:
 
 def fig_earlier_study() -> Any:
     """The earlier study's published transformer-draft rows, acceptance and speedup vs context."""
-    return context.earlier_study(earlier_recomputed())
+    return context_length.earlier_study(earlier_recomputed())
 
 
 def fig_acceptance_vs_context(p: Profile) -> Any:
@@ -49,7 +49,7 @@ def fig_acceptance_vs_context(p: Profile) -> Any:
     sweep = p.get("context_sweep")
     if stored_sweep_table(sweep) is None:
         return None
-    return context.acceptance_vs_context(sweep.summary, arm_names(sweep))
+    return context_length.acceptance_vs_context(sweep.summary, arm_names(sweep))
 
 
 def fig_agreement_vs_context(p: Profile) -> Any:
@@ -59,7 +59,7 @@ def fig_agreement_vs_context(p: Profile) -> Any:
         return None
     e = earlier_drop()
     implied_fall = a_from_rate(e["acc_hi"], PUBLISHED_K) - a_from_rate(e["acc_lo"], PUBLISHED_K)
-    return context.agreement_vs_context(
+    return context_length.agreement_vs_context(
         agr.summary, arm_names(agr), earlier_recomputed(), reference=implied_fall
     )
 
@@ -104,7 +104,7 @@ def fig_speedup_vs_context(p: Profile) -> Any:
     found = [r for r in found if r is not None and stored_sweep_table(r) is not None]
     if not found:
         return None
-    return context.earlier_style_vs_paired([r.summary for r in found], arm_names(found[0]))
+    return context_length.earlier_style_vs_paired([r.summary for r in found], arm_names(found[0]))
 
 
 def fig_baseline_growth(p: Profile) -> Any:
@@ -113,7 +113,7 @@ def fig_baseline_growth(p: Profile) -> Any:
     if not sweeps:
         return None
     names = arm_names(next(iter(sweeps.values())))
-    return context.time_per_token({tag: r.rows for tag, r in sweeps.items()}, names)
+    return context_length.time_per_token({tag: r.rows for tag, r in sweeps.items()}, names)
 
 
 def fig_prompt_confound(p: Profile) -> Any:
@@ -123,7 +123,7 @@ def fig_prompt_confound(p: Profile) -> Any:
     if sweep is None or arm is None or len(sweep_contexts(sweep)) < 2:
         return None
     c0, c1 = range_for_test(sweep_contexts(sweep))
-    return context.prompt_confound(
+    return context_length.prompt_confound(
         per_prompt_acceptance(sweep.rows, arm),
         acceptance_change(sweep.rows, arm, c0, c1),
         prompt_swap_change(sweep.rows, arm, c0, c1),

@@ -26,6 +26,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from specdec_lib import ROOT
 from specdec_lib.environment.secrets import scrub
 
 
@@ -48,7 +49,7 @@ def git_modified(root: Path | None = None, under: str = "specdec_lib") -> list[s
     """The files under `under` (the measuring code) that differ from the checked-out commit,
     changed or new and not ignored, sorted ([]: the commit is the code that ran), or None outside
     a git checkout."""
-    root = root or Path(__file__).resolve().parents[2]
+    root = root or ROOT
     try:
         out = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=all", "--", under],

@@ -72,6 +72,7 @@ class Int8Linear(torch.nn.Module):
         return self.qweight.float() * self.scales.float()[:, None]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x [..., K] -> y [..., N] in x's dtype, the int8 kernel over x flattened to [M, K]."""
         shape = x.shape
         x2 = x.reshape(-1, shape[-1]).to(self.kernel_dtype)  # [M, K]
         y = torch._weight_int8pack_mm(x2, self.qweight, self.scales).to(x.dtype)  # [M, N]

@@ -66,6 +66,7 @@ class Shape:
         )
 
     def layer_types(self) -> list[str]:
+        """Each layer's attention: full every `full_every`th layer, sliding window otherwise."""
         return [
             "full_attention" if (i + 1) % self.full_every == 0 else "sliding_attention"
             for i in range(self.layers)

@@ -8,6 +8,17 @@ import pandas as pd
 from specdec_lib.reporting.format import as_float, finite, num
 from specdec_lib.results.catalog import EXPERIMENTS
 from specdec_lib.results.read import Profile
+from specdec_lib.results.store import ExperimentResult
+
+
+def _stored(p: Profile) -> list[tuple[str, ExperimentResult]]:
+    """The profile's stored experiments, in the catalog's order."""
+    return [(e, r) for e in EXPERIMENTS if (r := p.get(e)) is not None]
+
+
+def _cell(v: object) -> str:
+    """A table cell: the value as text, "-" where it is missing."""
+    return "-" if v is None else str(v)
 
 
 def env_table(p: Profile) -> pd.DataFrame | None:
@@ -28,11 +39,8 @@ def env_table(p: Profile) -> pd.DataFrame | None:
         "git_commit",
         "wall_s_experiment",
     ]
-    out = []
-    for e in EXPERIMENTS:
-        r = p.get(e)
-        if r is None:
-            continue
+    rows = []
+    for e, r in _stored(p):
         row = {"experiment": e}
         for k in keys:
             v = r.env.get(k)
@@ -40,9 +48,9 @@ def env_table(p: Profile) -> pd.DataFrame | None:
                 v = v[:12]
             if k == "wall_s_experiment":
                 v = num(v, 0, " s")
-            row[k] = "-" if v is None else str(v)
-        out.append(row)
-    return pd.DataFrame(out)
+            row[k] = _cell(v)
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def config_table(p: Profile) -> pd.DataFrame | None:
@@ -60,29 +68,22 @@ def config_table(p: Profile) -> pd.DataFrame | None:
         "n_prompts",
         "config_hash",
     ]
-    out = []
-    for e in EXPERIMENTS:
-        r = p.get(e)
-        if r is None:
-            continue
-        row = {"experiment": e}
-        for k in keys:
-            v = r.config.get(k)
-            row[k] = "-" if v is None else str(v)
+    rows = []
+    for e, r in _stored(p):
+        row = {"experiment": e} | {k: _cell(r.config.get(k)) for k in keys}
         extra = {k: r.config[k] for k in ("contexts", "ks", "temperatures") if k in r.config}
         row["sweep"] = "; ".join(f"{k}={v}" for k, v in extra.items()) or "-"
-        out.append(row)
-    return pd.DataFrame(out)
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def machine_kinds(p: Profile) -> dict[tuple[str, ...], list[str]]:
     """The experiments of a profile grouped by the kind of machine that computed them (device,
     GPU or CPU model, native bfloat16, dtype, as each env.json records them)."""
     kinds: dict[tuple[str, ...], list[str]] = {}
-    for e in EXPERIMENTS:
-        if (r := p.get(e)) is not None:
-            key = tuple(str(r.env.get(k)) for k in ("device", "gpu", "cpu_model", "bf16_native"))
-            kinds.setdefault(key + (str(r.env.get("dtype")),), []).append(e)
+    for e, r in _stored(p):
+        key = tuple(str(r.env.get(k)) for k in ("device", "gpu", "cpu_model", "bf16_native"))
+        kinds.setdefault(key + (str(r.env.get("dtype")),), []).append(e)
     return kinds
 
 

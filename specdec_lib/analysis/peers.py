@@ -13,7 +13,13 @@ from typing import Any, TypedDict
 import numpy as np
 
 from specdec_lib.analysis import stats
-from specdec_lib.analysis.summary import ArmSummary, Num, SpeedupColumns, TokensPerSColumns
+from specdec_lib.analysis.summary import (
+    ArmSummary,
+    Num,
+    SpeedupColumns,
+    TokensPerSColumns,
+    arm_walls,
+)
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.declare import Experiment, Figure, StudySummary
 
@@ -72,22 +78,16 @@ def drop_acceptance(arms: dict[str, Any]) -> None:
             arms.get(m, {}).pop(key, None)
 
 
-def walls(rows: list[dict[str, Any]], method: str) -> np.ndarray:
-    """[n] one arm's wall times in prompt order."""
-    mine = (r for r in rows if r["method"] == method)
-    return np.array([r["wall_s"] for r in sorted(mine, key=lambda r: r["prompt"])])
-
-
 def peers_table(rows: list[dict[str, Any]], arms: dict[str, Any], n: int) -> list[dict[str, Any]]:
     """One row per arm: tokens/s, speedup over our baseline and over HF greedy (when it ran),
     and identity with each greedy reference over the n prompts."""
     toks = {(r["method"], r["prompt"]): r["tokens"] for r in rows}
     hf_base = HF_GREEDY if HF_GREEDY in arms else None
-    hf_wall = walls(rows, hf_base) if hf_base else None
+    hf_wall = arm_walls(rows, hf_base) if hf_base else None
     table = []
     for m, s in arms.items():
         sp = s.get("speedup") or {}
-        wall = walls(rows, m)
+        wall = arm_walls(rows, m)
         table.append(
             {
                 "method": m,

@@ -8,7 +8,7 @@ were measured.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, TypedDict
 
 import numpy as np
@@ -145,12 +145,21 @@ def _ratio_ci(num: np.ndarray, den: np.ndarray) -> dict[str, Any]:
     return stats.pooled_ratio(num, den).as_dict()
 
 
+def arm_rows(rows: Iterable[dict[str, Any]], method: str, **where: Any) -> list[dict[str, Any]]:
+    """One arm's rows (and only those whose columns also equal `where`), in prompt order."""
+    mine = (r for r in rows if r["method"] == method and all(r[k] == v for k, v in where.items()))
+    return sorted(mine, key=lambda r: r["prompt"])
+
+
+def arm_walls(rows: Iterable[dict[str, Any]], method: str, **where: Any) -> np.ndarray:
+    """[n] one arm's wall times (rows matching `where`), in prompt order."""
+    return np.array([r["wall_s"] for r in arm_rows(rows, method, **where)], dtype=float)
+
+
 def summarize(rows: Sequence[dict[str, Any]], baseline: str = BASELINE) -> dict[str, Any]:
     """Per method: medians with CIs, paired speedup, pooled acceptance, predicted speedup."""
     methods = list(dict.fromkeys(r["method"] for r in rows))
-    by = {
-        m: sorted((r for r in rows if r["method"] == m), key=lambda r: r["prompt"]) for m in methods
-    }
+    by = {m: arm_rows(rows, m) for m in methods}
     base = by.get(baseline)
     out: dict[str, Any] = {}
     for m, rs in by.items():

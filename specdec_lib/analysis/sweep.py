@@ -19,6 +19,7 @@ from specdec_lib.analysis.summary import (
     Num,
     SpeedupColumns,
     TokensPerSColumns,
+    arm_walls,
     point,
     summarize,
 )
@@ -85,12 +86,6 @@ class SweepSummary(_SweepKeys, total=False):
     primary: str
 
 
-def walls(rows: list[dict[str, Any]], context: int, method: str) -> np.ndarray:
-    """[n] one arm's wall times at one context, in prompt order."""
-    mine = (r for r in rows if r["context"] == context and r["method"] == method)
-    return np.array([r["wall_s"] for r in sorted(mine, key=lambda r: r["prompt"])])
-
-
 def table_row(
     context: int, method: str, arms: dict[str, Any], earlier: stats.Interval, use_cache: bool
 ) -> dict[str, Any]:
@@ -138,7 +133,7 @@ def sweep_table(
     for c in contexts:
         arms = by_context[str(c)]["arms"]
         for m in arms:
-            w = walls(rows, c, m)
+            w = arm_walls(rows, m, context=c)
             n = min(len(w), len(ref_wall))
             earlier = stats.paired_speedup(ref_wall[:n], w[:n])
             table.append(table_row(c, m, arms, earlier, use_cache))
@@ -180,7 +175,7 @@ def sweep_summary(rows: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, 
     by_context = {
         str(c): {"arms": summarize([r for r in rows if r["context"] == c])} for c in contexts
     }
-    ref_wall = walls(rows, ref, BASELINE)
+    ref_wall = arm_walls(rows, BASELINE, context=ref)
     table = sweep_table(rows, by_context, contexts, ref_wall, cfg["use_cache"])
     methods = [m for m in cfg["arms"] if m != BASELINE]
     return {

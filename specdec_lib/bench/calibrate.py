@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from specdec_lib.analysis import theory
+from specdec_lib.analysis.summary import arm_rows
 from specdec_lib.config import SamplingConfig
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import clip_draft, prefill, verify_step
@@ -100,7 +101,7 @@ def baseline_prefixes(
     evenly spaced j that leave at least `room` tokens after them, for the first n_prompts
     prompts."""
     out = []
-    for r in sorted((r for r in rows if r["method"] == BASELINE), key=lambda r: r["prompt"]):
+    for r in arm_rows(rows, BASELINE):
         if r["prompt"] >= n_prompts:
             break
         toks = list(r["tokens"])

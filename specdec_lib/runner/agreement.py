@@ -54,28 +54,28 @@ READOUT = (
 )
 
 
-def agreement_drafts(S: Study, e: dict[str, Any]) -> dict[str, str]:
+def agreement_drafts(study: Study, e: dict[str, Any]) -> dict[str, str]:
     """Arm name -> spec of the agreement's drafts: the section's own `drafts`, else the
     profile's bigram and transformer drafts."""
     if e.get("drafts"):
         return {str(k): str(v) for k, v in e["drafts"].items()}
-    d = S.profile["drafts"]
+    d = study.profile["drafts"]
     return {arm_name(d["bigram"]): d["bigram"], arm_name(d["transformer"]): d["transformer"]}
 
 
-def agreement_config(S: Study) -> dict[str, Any]:
+def agreement_config(study: Study) -> dict[str, Any]:
     """04's config: contexts, documents per data kind, test range and the drafts compared."""
-    e = S.exp("agreement")
-    specs = agreement_drafts(S, e)
+    e = study.exp("agreement")
+    specs = agreement_drafts(study, e)
     ctxs = [int(c) for c in e["contexts"]]
     # a notebook's n_prompts override sets the number of documents too
-    n_docs = int(S.overrides.get("n_prompts") or e.get("n_documents") or e.get("n_prompts"))
+    n_docs = int(study.overrides.get("n_prompts") or e.get("n_documents") or e.get("n_prompts"))
     n_text = int(e.get("n_documents_text") or n_docs)
     n_other = int(e.get("n_documents_other") or n_docs)
     test = [int(c) for c in e.get("test_range", [10, 100])]
     by = str(e.get("continuation_by") or "best")
     cfg = {
-        **base_config(S, "agreement"),
+        **base_config(study, "agreement"),
         "contexts": ctxs,
         "anchor_min": int(e.get("anchor_min") or max(ctxs)),
         "n_documents": n_docs,
@@ -85,7 +85,7 @@ def agreement_config(S: Study) -> dict[str, Any]:
         "text_contexts": [int(c) for c in e.get("text_contexts") or ctxs],
         # the lossless greedy run that produces the target's continuation (a preset's own K)
         "continuation_by": by,
-        "continuation_k": int(parse(by).k or int(S.profile.get("k", 4))),
+        "continuation_k": int(parse(by).k or int(study.profile.get("k", 4))),
         "continuation_tokens": int(e["continuation_tokens"]),
         "primary": str(e.get("primary") or next(iter(specs))),
         "test_range": test,
@@ -96,33 +96,33 @@ def agreement_config(S: Study) -> dict[str, Any]:
     return cfg
 
 
-def run_agreement(S: Study) -> ExperimentResult:
+def run_agreement(study: Study) -> ExperimentResult:
     """04 (timing-free): agreement of every draft with the target at fixed anchors of each eval
     document, only the visible prefix before the anchor changing with the context. The main
     view replays the target's own greedy continuation (`continuation_tokens` tokens, written by
     the lossless `continuation_by` run): what a greedy speculative run is scored on, so its
     acceptance is a function of these rows. The second view teacher-forces the document's own
     next tokens, on the first `n_documents_text` documents at `text_contexts`."""
-    cfg = agreement_config(S)
-    return execute(S, "agreement", cfg, lambda on_row: _agreement(S, cfg, on_row))
+    cfg = agreement_config(study)
+    return execute(study, "agreement", cfg, lambda on_row: _agreement(study, cfg, on_row))
 
 
-def _agreement(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
-    loaded = load_target(S)
+def _agreement(study: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
+    loaded = load_target(study)
     T, ctxs = cfg["continuation_tokens"], cfg["contexts"]
-    drafters = {m: get_drafter(S, loaded, s) for m, s in cfg["arms"].items()}
+    drafters = {m: get_drafter(study, loaded, s) for m, s in cfg["arms"].items()}
     kinds = {m: draft_kind(d, loaded.model) for m, d in drafters.items()}
     docs = prompts_for(
-        S,
+        study,
         loaded,
         cfg["n_documents"],
         max(ctxs),
         anchor_min=cfg["anchor_min"],
         continuation_tokens=T,
     )
-    tokens = article_token_ids(loaded.tokenizer, eval_articles(S))
+    tokens = article_token_ids(loaded.tokenizer, eval_articles(study))
     bos = int(loaded.tokenizer.bos_token_id)
-    greedy = make_arm(S, loaded, "continuation", cfg["continuation_by"], cfg["continuation_k"])
+    greedy = make_arm(study, loaded, "continuation", cfg["continuation_by"], cfg["continuation_k"])
     spec = SpecConfig(k=cfg["continuation_k"], max_new_tokens=T)
     rows: list[dict[str, Any]] = []
     todo = [(i, p, c) for i, p in enumerate(docs) for c in ctxs if _scored(cfg, i, c)]
@@ -163,7 +163,7 @@ def _agreement(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
     summary["kinds"] = kinds
     summary["primary"] = cfg["primary"]
     summary["readout"] = READOUT
-    extra = draft_extras(S, drafters)
+    extra = draft_extras(study, drafters)
     if extra:
         summary["draft_records"] = extra
     return Run(rows, summary)
@@ -229,7 +229,7 @@ def _rows_at(
     return rows
 
 
-def draft_extras(S: Study, drafters: dict[str, Any]) -> dict[str, Any]:
+def draft_extras(study: Study, drafters: dict[str, Any]) -> dict[str, Any]:
     """What a draft records about how it was made (the distilled draft's training record),
     copied into the results beside the agreement; empty when no draft has one."""
     out: dict[str, Any] = {}

@@ -151,16 +151,16 @@ def setup(
     return Study(prof, rd, force, dict(overrides or {}), draw)
 
 
-def base_config(S: Study, experiment: str) -> dict[str, Any]:
+def base_config(study: Study, experiment: str) -> dict[str, Any]:
     """The keys every experiment's config starts with (its hash names the stored result): every
     top-level profile key that changes what is measured (the tiny models' options where the
     profile has them; `threads` changes only how fast, and env.json records it)."""
-    p = S.profile
+    p = study.profile
     tiny = {key: dict(p[key]) for key in ("tiny", "tiny_draft") if p.get(key)}
     return {
         **tiny,
         "experiment": experiment,
-        "profile": S.name,
+        "profile": study.name,
         "target": p["target"],
         "dtype": p.get("dtype", "auto"),
         "device": p.get("device", "auto"),
@@ -179,27 +179,27 @@ def arm_name(spec: str) -> str:
     return spec.split(":", 1)[0]  # self:L:KEEP -> self (the spec stays in the arm's "draft")
 
 
-def roles(S: Study) -> dict[str, str]:
+def roles(study: Study) -> dict[str, str]:
     """Role (bigram, transformer, ngram, ...) -> the arm name of the profile's draft for it."""
-    d = S.profile["drafts"]
+    d = study.profile["drafts"]
     return {role: arm_name(spec) for role, spec in d.items() if isinstance(spec, str)}
 
 
-def transformer_specs(S: Study) -> dict[str, str]:
+def transformer_specs(study: Study) -> dict[str, str]:
     """Arm name -> spec of the transformer drafts of 03 (the main one first)."""
-    d = S.profile["drafts"]
+    d = study.profile["drafts"]
     out = {arm_name(d["transformer"]): d["transformer"]}
     for spec in d.get("extra_transformers", []) or []:
         out[arm_name(spec)] = spec
     return out
 
 
-def thread_choice(S: Study) -> dict[str, Any]:
+def thread_choice(study: Study) -> dict[str, Any]:
     """How this process's thread count was chosen, for env.json."""
     choice = current_runtime()
     if choice is not None:
         return choice
-    how = "profile" if S.profile.get("threads") else "default"
+    how = "profile" if study.profile.get("threads") else "default"
     return {"threads": torch.get_num_threads(), "chosen_by": how, "step_s": None}
 
 
@@ -237,31 +237,31 @@ def tiny_key(name: str, opts: dict[str, Any]) -> str:
     return f"{name} {json.dumps(opts, sort_keys=True)}"
 
 
-def load_target(S: Study, dtype: str | None = None) -> LoadedModel:
+def load_target(study: Study, dtype: str | None = None) -> LoadedModel:
     """The profile's target as a LoadedModel, loaded once per process per dtype (a tiny target
     once per set of options)."""
-    name = S.profile["target"]
-    dtype = dtype or S.profile.get("dtype", "auto")
-    device = S.profile.get("device", "auto")
-    tiny = dict(S.profile.get("tiny", {}))
+    name = study.profile["target"]
+    dtype = dtype or study.profile.get("dtype", "auto")
+    device = study.profile.get("device", "auto")
+    tiny = dict(study.profile.get("tiny", {}))
     key = (tiny_key(name, tiny) if name == TINY else name, dtype, device)
     if key not in MODELS.models:
         if name == TINY:
             loaded = tiny_random_model(dtype, device=device, **tiny)
         else:
             loaded = load_model(name, dtype=dtype, device=device)
-            if not S.profile.get("threads") or env_threads() is not None:
+            if not study.profile.get("threads") or env_threads() is not None:
                 # the thread count chosen as the CLI and the bench choose it (runtime.setup)
-                setup_runtime(loaded.model, int(S.profile.get("k", 4)) + 1)
+                setup_runtime(loaded.model, int(study.profile.get("k", 4)) + 1)
         MODELS.models[key] = loaded
     return MODELS.models[key]
 
 
-def tiny_draft(S: Study, loaded: LoadedModel) -> LoadedModel:
+def tiny_draft(study: Study, loaded: LoadedModel) -> LoadedModel:
     """The smoke-pair's draft (`model:tiny-random-draft`): a tiny Gemma3ForCausalLM over the
     target's tokenizer without its extra ids, in the target's dtype and device (profile
     `tiny_draft`: layers, hidden, heads, seed)."""
-    opts = {**S.profile.get("tiny", {}), **S.profile.get("tiny_draft", {})}
+    opts = {**study.profile.get("tiny", {}), **study.profile.get("tiny_draft", {})}
     opts.pop("extra_vocab", None)
     opts.pop("conditional", None)
     dtype = str(loaded.dtype).removeprefix("torch.")
@@ -272,7 +272,7 @@ def tiny_draft(S: Study, loaded: LoadedModel) -> LoadedModel:
 
 
 def get_drafter(
-    S: Study, loaded: LoadedModel, spec: str, *, use_cache: bool = True, k_max: int = 8
+    study: Study, loaded: LoadedModel, spec: str, *, use_cache: bool = True, k_max: int = 8
 ) -> Drafter:
     """A drafter for spec (kept per target, spec and cache setting), through the one grammar
     (`drafters.registry`); `adaptive:SPEC` takes its schedule from the profile, capped by k_max.
@@ -285,7 +285,7 @@ def get_drafter(
     if not use_cache and on is not None:
         d = on.with_cache(False)
     elif spec == f"model:{TINY_DRAFT}":
-        draft = tiny_draft(S, loaded)
+        draft = tiny_draft(study, loaded)
         d = ModelDrafter(
             draft.model,
             vocab_size=shared_vocab_size(loaded, draft),
@@ -293,49 +293,49 @@ def get_drafter(
             tokenizer=draft.tokenizer,
         )
     else:
-        d = build(spec, draft_context(S, loaded, use_cache, k_max))
+        d = build(spec, draft_context(study, loaded, use_cache, k_max))
     built[key] = d
     return d
 
 
-def draft_context(S: Study, loaded: LoadedModel, use_cache: bool, k_max: int) -> DraftContext:
+def draft_context(study: Study, loaded: LoadedModel, use_cache: bool, k_max: int) -> DraftContext:
     """What the registry builds a drafter from: the target, the fit split's ids, the profile's
     dtype, device and adaptive-K schedule; inner drafters come through `get_drafter`."""
-    ad = S.profile.get("experiments", {}).get("k_sweep", {}).get("adaptive", {})
+    ad = study.profile.get("experiments", {}).get("k_sweep", {}).get("adaptive", {})
     return DraftContext(
         loaded,
-        lambda: fit_ids_for(loaded.tokenizer, S.profile.get("data_source", "auto"), SPLIT_SEED),
-        dtype=S.profile.get("dtype", "auto"),
-        device=S.profile.get("device", "auto"),
+        lambda: fit_ids_for(loaded.tokenizer, study.profile.get("data_source", "auto"), SPLIT_SEED),
+        dtype=study.profile.get("dtype", "auto"),
+        device=study.profile.get("device", "auto"),
         use_cache=use_cache,
         k=k_max,
         k_start=int(ad.get("k_start", 4)),
         k_min=int(ad.get("k_min", 1)),
-        build_inner=lambda inner: get_drafter(S, loaded, inner, use_cache=use_cache),
+        build_inner=lambda inner: get_drafter(study, loaded, inner, use_cache=use_cache),
     )
 
 
 def make_arm(
-    S: Study, loaded: LoadedModel, name: str, spec: str, k: int, *, use_cache: bool = True
+    study: Study, loaded: LoadedModel, name: str, spec: str, k: int, *, use_cache: bool = True
 ) -> Arm:
     """An arm of our generator on the loaded target with spec's drafter at K, named `name`."""
-    drafter = get_drafter(S, loaded, spec, use_cache=use_cache, k_max=k)
+    drafter = get_drafter(study, loaded, spec, use_cache=use_cache, k_max=k)
     gen = Generator.from_loaded(
         loaded,
         drafter,
-        dtype=S.profile.get("dtype", "auto"),
-        device=S.profile.get("device", "auto"),
+        dtype=study.profile.get("dtype", "auto"),
+        device=study.profile.get("device", "auto"),
         use_cache=use_cache,
-        data_source=S.profile.get("data_source", "auto"),
+        data_source=study.profile.get("data_source", "auto"),
     )
     return Arm(Method(name, spec, k, use_cache), gen)
 
 
 def build_arms(
-    S: Study, loaded: LoadedModel, specs: dict[str, str], k: int, *, use_cache: bool = True
+    study: Study, loaded: LoadedModel, specs: dict[str, str], k: int, *, use_cache: bool = True
 ) -> list[Arm]:
     """The baseline first, then one arm per (name -> spec)."""
-    arms = [make_arm(S, loaded, BASELINE, "none", k, use_cache=use_cache)]
+    arms = [make_arm(study, loaded, BASELINE, "none", k, use_cache=use_cache)]
     for name, spec in specs.items():
-        arms.append(make_arm(S, loaded, name, spec, k, use_cache=use_cache))
+        arms.append(make_arm(study, loaded, name, spec, k, use_cache=use_cache))
     return arms

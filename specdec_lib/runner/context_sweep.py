@@ -34,22 +34,22 @@ from specdec_lib.runner.prompts import prompts_for
 from specdec_lib.runner.teacher_forced import draft_kind
 
 
-def sweep_config(S: Study, experiment: str) -> dict[str, Any]:
+def sweep_config(study: Study, experiment: str) -> dict[str, Any]:
     """The timed sweep's config. The cache-off ablation (`context_sweep_nocache`) takes its
     contexts, prompt counts, token counts, anchors and drafts from `context_sweep`, so that it
     runs on exactly the same prompts; only the cache differs. Its own section may list `drafts`,
     a subset of the sweep's draft arms (the baseline always runs), to save time."""
-    e = S.exp("context_sweep")
+    e = study.exp("context_sweep")
     if experiment != "context_sweep":
-        S.exp(experiment)  # the section must exist (a clear error otherwise)
-    d = S.profile["drafts"]
+        study.exp(experiment)  # the section must exist (a clear error otherwise)
+    d = study.profile["drafts"]
     specs = (
         {str(k): str(v) for k, v in e["drafts"].items()}
         if e.get("drafts")
         else {arm_name(d["bigram"]): d["bigram"], arm_name(d["transformer"]): d["transformer"]}
     )
-    if experiment == "context_sweep_nocache" and "drafts" in S.exp(experiment):
-        keep = [str(m) for m in S.exp(experiment)["drafts"] or []]
+    if experiment == "context_sweep_nocache" and "drafts" in study.exp(experiment):
+        keep = [str(m) for m in study.exp(experiment)["drafts"] or []]
         unknown = sorted(set(keep) - set(specs))
         if unknown:
             raise SpecdecError(
@@ -58,10 +58,10 @@ def sweep_config(S: Study, experiment: str) -> dict[str, Any]:
         specs = {m: v for m, v in specs.items() if m in keep}
     contexts = [int(c) for c in e["contexts"]]
     n = int(e["n_prompts"])
-    if experiment == "context_sweep_nocache" and S.exp(experiment).get("n_prompts"):
+    if experiment == "context_sweep_nocache" and study.exp(experiment).get("n_prompts"):
         # the ablation may run on the first of the sweep's prompts only (the same documents:
         # make_prompts is prefix-stable), to save the cost of recomputing every prefix
-        n = min(n, int(S.exp(experiment)["n_prompts"]))
+        n = min(n, int(study.exp(experiment)["n_prompts"]))
     beyond = e.get("n_prompts_beyond_100")
     # a draft arm may run on the first of the prompts only (`draft_prompts: {arm: n}`), paired with
     # the baseline on those prompts: the budget's cut for an arm that decides no hypothesis
@@ -71,7 +71,7 @@ def sweep_config(S: Study, experiment: str) -> dict[str, Any]:
         raise SpecdecError(f"{experiment}: draft_prompts names {unknown}, not sweep drafts")
     fewer = {m: v for m, v in fewer.items() if m in specs}
     return {
-        **base_config(S, experiment),
+        **base_config(study, experiment),
         "contexts": contexts,
         "anchor_min": int(e.get("anchor_min") or max(contexts)),
         # room kept after each anchor (make_prompts): with the agreement's anchor_min and
@@ -93,28 +93,28 @@ def sweep_config(S: Study, experiment: str) -> dict[str, Any]:
     }
 
 
-def run_context_sweep(S: Study, *, use_cache: bool = True) -> ExperimentResult:
+def run_context_sweep(study: Study, *, use_cache: bool = True) -> ExperimentResult:
     """04: time, speedup and acceptance per context, each context with its own paired baseline,
     on the same documents and anchors (a context with fewer prompts takes the first ones); plus
     the earlier study's speedup (one reference-context baseline over every row)."""
     experiment = "context_sweep" if use_cache else "context_sweep_nocache"
-    cfg = sweep_config(S, experiment)
-    return execute(S, experiment, cfg, lambda on_row: _sweep(S, cfg, on_row))
+    cfg = sweep_config(study, experiment)
+    return execute(study, experiment, cfg, lambda on_row: _sweep(study, cfg, on_row))
 
 
-def context_sweep_config(S: Study) -> dict[str, Any]:
+def context_sweep_config(study: Study) -> dict[str, Any]:
     """04's timed sweep's config (KV cache on)."""
-    return sweep_config(S, "context_sweep")
+    return sweep_config(study, "context_sweep")
 
 
-def context_sweep_nocache_config(S: Study) -> dict[str, Any]:
+def context_sweep_nocache_config(study: Study) -> dict[str, Any]:
     """04's cache-off ablation's config."""
-    return sweep_config(S, "context_sweep_nocache")
+    return sweep_config(study, "context_sweep_nocache")
 
 
-def run_context_sweep_nocache(S: Study) -> ExperimentResult:
+def run_context_sweep_nocache(study: Study) -> ExperimentResult:
     """04: the context sweep with the KV cache off, on the very same prompts."""
-    return run_context_sweep(S, use_cache=False)
+    return run_context_sweep(study, use_cache=False)
 
 
 def context_order(seed: int, prompt: int, contexts: Sequence[int]) -> list[int]:
@@ -137,18 +137,18 @@ def sweep_blocks(cfg: dict[str, Any]) -> list[tuple[int, int, int]]:
     return blocks
 
 
-def _sweep(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
+def _sweep(study: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
     """Every block of `sweep_blocks` after its warm-up (skipped with `warmup_tokens: 0`); a block
     is checkpointed under its context's segment and its prompt index, so a resumed run skips the
     finished blocks. The rows are returned by context, then prompt (their `order` column keeps
     the run order)."""
-    loaded = load_target(S)
+    loaded = load_target(study)
     use_cache = cfg["use_cache"]
     specs = {k: v for k, v in cfg["arms"].items() if k != BASELINE}
-    arms = build_arms(S, loaded, specs, cfg["k"], use_cache=use_cache)
+    arms = build_arms(study, loaded, specs, cfg["k"], use_cache=use_cache)
     prompts = {
         c: prompts_for(
-            S,
+            study,
             loaded,
             cfg["n_prompts_by_context"][str(c)],
             c,
@@ -177,7 +177,7 @@ def _sweep(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
     summary = sweep_summary(rows, cfg)
     summary["primary"] = cfg["primary"]
     summary["kinds"] = {
-        m: draft_kind(get_drafter(S, loaded, s, use_cache=use_cache), loaded.model)
+        m: draft_kind(get_drafter(study, loaded, s, use_cache=use_cache), loaded.model)
         for m, s in specs.items()
     }
     return Run(rows, summary)

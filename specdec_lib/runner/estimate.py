@@ -12,7 +12,7 @@ model of its own; the sampling checks are between one call per (prompt or method
 `DISTINCT` of them (seeds that propose the same draft share a call). `Costs` holds the
 measured seconds of a call by tokens fed (a decode step, a K + 1 verification and one long
 forward), interpolated linearly in between. `estimate_table` is the table
-`print_estimate(S, experiments)` prints: minutes per experiment (low-high) and in total; the
+`print_estimate(study, experiments)` prints: minutes per experiment (low-high) and in total; the
 measured costs are those of this machine as loaded now (another process's load slows them).
 
 What it does not count: a draft model's own calls (except its teacher-forced forwards), the
@@ -236,7 +236,7 @@ def measure_costs(
     return seconds
 
 
-def print_estimate(S: Any, experiments: Sequence[str]) -> str | None:
+def print_estimate(study: Any, experiments: Sequence[str]) -> str | None:
     """Print the estimate for the experiments of this notebook that will run (those without a
     stored result for their config, or all when forced) and return it; measures on the loaded
     target (loading it: the first experiment would). Prints one line and loads nothing when all
@@ -248,17 +248,17 @@ def print_estimate(S: Any, experiments: Sequence[str]) -> str | None:
     refs = {load(r).name: load(r) for nb in (QUICK, *STUDY) for r in nb.experiments}
     works: dict[str, list[Calls]] = {}
     for name in experiments:
-        if S.section(name) is None or name not in refs:
+        if study.section(name) is None or name not in refs:
             continue
-        cfg = load(refs[name].config)(S)
-        if not S.force and S.store.done(name, cfg, study=True):
+        cfg = load(refs[name].config)(study)
+        if not study.force and study.store.done(name, cfg, study=True):
             continue
         works[name] = work(name, cfg)
     if not works:
         print("time estimate: every result here is stored for its config; nothing to run")
         return None
-    loaded = load_target(S)
-    k = int(S.profile.get("k", 4))
+    loaded = load_target(study)
+    k = int(study.profile.get("k", 4))
     longest = max(c.tokens for calls in works.values() for c in calls)
     device = str(next(loaded.model.parameters()).device)
     if device.startswith("cuda"):

@@ -1,7 +1,7 @@
 """Running one experiment: reuse its stored result for the same config, or compute its rows,
 track them (W&B, offline without a key) and publish the result directory atomically.
 
-`execute(S, experiment, config, compute)` is the one path every experiment takes: it hands
+`execute(study, experiment, config, compute)` is the one path every experiment takes: it hands
 `compute` a `Progress` (where rows are tracked, and the experiment's per-prompt checkpoint), and
 has the study's `draw` (given by the edge, `study.setup`) paint the declared figures into the
 result directory; `paired` runs arms over prompts with that checkpoint (an interrupted run
@@ -71,19 +71,19 @@ class Run:
     extra: dict[str, Any] | None = None
 
 
-def cached(S: Study, experiment: str, config: dict[str, Any]) -> ExperimentResult | None:
+def cached(study: Study, experiment: str, config: dict[str, Any]) -> ExperimentResult | None:
     """The stored result for this config when it is whole and its inputs (`results.inputs`:
     the model and data files) are those it recorded; a damaged one, or one whose inputs
     changed, is said and redone. One measured before inputs were fingerprinted is reused, and
     said so."""
-    d = S.store.dir(experiment)
-    if S.force or not d.exists():
+    d = study.store.dir(experiment)
+    if study.force or not d.exists():
         return None
-    problem = S.store.problem(experiment, study=True)
+    problem = study.store.problem(experiment, study=True)
     if problem is not None:
         print(f"{experiment}: stored result {rel(d)} is damaged ({problem}); recomputing it")
         return None
-    if not S.store.done(experiment, config, study=True):
+    if not study.store.done(experiment, config, study=True):
         return None
     res = load_result(d)
     stored = res.env.get("inputs")
@@ -99,10 +99,10 @@ def cached(S: Study, experiment: str, config: dict[str, Any]) -> ExperimentResul
         )
     # a checkpoint of this config or a temporary folder beside its whole result is a forced
     # recompute cut short: nothing resumes or replaces it (force starts afresh)
-    for path in checkpoint_paths(S.store, experiment, config):
+    for path in checkpoint_paths(study.store, experiment, config):
         path.unlink(missing_ok=True)
-    S.store.remove_stale(experiment)
-    if note := reuse_note(S, res.env):
+    study.store.remove_stale(experiment)
+    if note := reuse_note(study, res.env):
         print(f"{experiment}: {note}")
     return res
 
@@ -142,12 +142,12 @@ def machine_key(loaded: LoadedModel, inputs: dict[str, Any]) -> str:
     return config_hash({"machine": here or "unknown", "dtype": dtype, "inputs": inputs})[:8]
 
 
-def reuse_note(S: Study, env: dict[str, Any]) -> str | None:
+def reuse_note(study: Study, env: dict[str, Any]) -> str | None:
     """When a reused result was measured on another CPU or in another dtype than this machine
     would use for the same config (dtype auto), say so and how long re-measuring took there."""
     try:
-        device = resolve_device(str(S.profile.get("device", "auto")))
-        dtype = str(resolve_dtype(str(S.profile.get("dtype", "auto")), device)).removeprefix(
+        device = resolve_device(str(study.profile.get("device", "auto")))
+        dtype = str(resolve_dtype(str(study.profile.get("dtype", "auto")), device)).removeprefix(
             "torch."
         )
     except Exception:  # noqa: BLE001 - a note, never a failure
@@ -170,35 +170,37 @@ def reuse_note(S: Study, env: dict[str, Any]) -> str | None:
     )
 
 
-def tracker_for(S: Study, experiment: str, config: dict[str, Any]) -> Tracker:
+def tracker_for(study: Study, experiment: str, config: dict[str, Any]) -> Tracker:
     """The W&B run of one experiment, in the batch's group. Its files go to $WANDB_DIR, else
     beside the results (`<results_dir>/<profile>/wandb/`, ignored by git), so that offline runs
     survive wherever the results do (a mounted Drive folder in Colab)."""
-    wandb_dir = Path(os.environ["WANDB_DIR"]) if os.environ.get("WANDB_DIR") else S.store.dir("")
+    wandb_dir = (
+        Path(os.environ["WANDB_DIR"]) if os.environ.get("WANDB_DIR") else study.store.dir("")
+    )
     return Tracker(
         WANDB_PROJECT,
-        f"{S.name}/{experiment}",
+        f"{study.name}/{experiment}",
         config,
         dir=wandb_dir,
-        group=wandb_group(S),
+        group=wandb_group(study),
         job_type=experiment,
-        tags=[S.name, f"dtype={config['dtype']}", f"device={config['device']}"],
+        tags=[study.name, f"dtype={config['dtype']}", f"device={config['device']}"],
     )
 
 
 def run_environment(
-    S: Study, config: dict[str, Any], wall: float, checkpoint: Checkpoint
+    study: Study, config: dict[str, Any], wall: float, checkpoint: Checkpoint
 ) -> dict[str, Any]:
     """env.json: the machine and packages, the target's actual device and dtype, the thread
     choice, this process's wall time, how many prompts an interrupted run had measured, the
     process's memory peaks (host and GPU) and the input files' fingerprint."""
-    loaded = load_target(S)
+    loaded = load_target(study)
     env = environment(
         device=str(next(loaded.model.parameters()).device),
         dtype=str(loaded.dtype).removeprefix("torch."),
     )
     env["profile_dtype"] = config["dtype"]
-    env["threads"] = thread_choice(S)
+    env["threads"] = thread_choice(study)
     env["wall_s_experiment"] = wall  # this process's share when prompts were resumed
     env["resumed_prompts"] = checkpoint.resumed  # rows measured by an interrupted run
     env.update(memory_peaks(env["device"]))
@@ -208,30 +210,35 @@ def run_environment(
 
 
 def execute(
-    S: Study,
+    study: Study,
     experiment: str,
     config: dict[str, Any],
     compute: Callable[[Progress], Run],
 ) -> ExperimentResult:
     """Reuse the stored result for this config, or compute, track and publish it."""
-    hit = cached(S, experiment, config)
+    hit = cached(study, experiment, config)
     if hit is not None:
         return hit
-    tracker = tracker_for(S, experiment, config)
-    key = machine_key(load_target(S), fingerprint(config, model_folder))
-    checkpoint = Checkpoint(S.store, experiment, config, fresh=S.force, machine=key)
+    tracker = tracker_for(study, experiment, config)
+    key = machine_key(load_target(study), fingerprint(config, model_folder))
+    checkpoint = Checkpoint(study.store, experiment, config, fresh=study.force, machine=key)
     t0 = time.perf_counter()
     try:
         run = compute(Progress(tracker.log_row, checkpoint))
         wall = time.perf_counter() - t0
-        summary = {"experiment": experiment, "profile": S.name, "roles": roles(S), **run.summary}
+        summary = {
+            "experiment": experiment,
+            "profile": study.name,
+            "roles": roles(study),
+            **run.summary,
+        }
         if problem := summary_problem(experiment, clean(summary)):  # as summary.json will read
             raise SpecdecError(f"{experiment}: not published, its summary differs: {problem}")
-        env = run_environment(S, config, wall, checkpoint)
-        figures = figure_painter(S, experiment, summary, run.rows)
-        path = publish(S.store, experiment, config, env, run.rows, summary, figures, run.extra)
+        env = run_environment(study, config, wall, checkpoint)
+        figures = figure_painter(study, experiment, summary, run.rows)
+        path = publish(study.store, experiment, config, env, run.rows, summary, figures, run.extra)
         checkpoint.remove()
-        tracker.publish(path, f"{S.name}-{experiment}", _flat(summary.get("headline", {})))
+        tracker.publish(path, f"{study.name}-{experiment}", _flat(summary.get("headline", {})))
     finally:
         tracker.finish()
     print(f"{experiment}: {wall:.1f} s, written to {rel(path)}")
@@ -239,14 +246,14 @@ def execute(
 
 
 def figure_painter(
-    S: Study, experiment: str, summary: dict[str, Any], rows: list[dict[str, Any]]
+    study: Study, experiment: str, summary: dict[str, Any], rows: list[dict[str, Any]]
 ) -> Callable[[Path], None] | None:
     """What draws the experiment's figures into a result directory's `figures/`: the study's
     `draw` (given by the caller that set the study up, e.g. `study.setup`), or None (no figures).
     The runner knows no presentation."""
-    if S.draw is None:
+    if study.draw is None:
         return None
-    draw = S.draw
+    draw = study.draw
 
     def paint(d: Path) -> None:
         draw(experiment, summary, rows, d)
@@ -254,9 +261,9 @@ def figure_painter(
     return paint
 
 
-def wandb_group(S: Study) -> str:
+def wandb_group(study: Study) -> str:
     """One W&B group per batch: SPECDEC_BATCH (set by `make evaluate`), else profile@commit."""
-    return os.environ.get("SPECDEC_BATCH") or f"{S.name}@{(git_commit(ROOT) or 'nogit')[:8]}"
+    return os.environ.get("SPECDEC_BATCH") or f"{study.name}@{(git_commit(ROOT) or 'nogit')[:8]}"
 
 
 def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:

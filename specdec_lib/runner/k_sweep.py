@@ -17,16 +17,16 @@ from specdec_lib.runner.execute import Progress, Run, execute, paired_by_config
 from specdec_lib.runner.prompts import prompts_for
 
 
-def k_sweep_config(S: Study) -> dict[str, Any]:
+def k_sweep_config(study: Study) -> dict[str, Any]:
     """05's config: the transformer draft at each K and the adaptive schedule's bounds."""
-    e = S.exp("k_sweep")
-    spec = S.profile["drafts"]["transformer"]
+    e = study.exp("k_sweep")
+    spec = study.profile["drafts"]["transformer"]
     ks = [int(k) for k in e["ks"]]
     ad = e.get("adaptive", {}) or {}
     arms_cfg = {f"k{k}": spec for k in ks}
     arms_cfg["adaptive"] = f"adaptive:{spec}"
     return {
-        **base_config(S, "k_sweep"),
+        **base_config(study, "k_sweep"),
         "n_prompts": int(e["n_prompts"]),
         "context_tokens": int(e["context_tokens"]),
         "max_new_tokens": int(e["max_new_tokens"]),
@@ -40,20 +40,20 @@ def k_sweep_config(S: Study) -> dict[str, Any]:
     }
 
 
-def run_k_sweep(S: Study) -> ExperimentResult:
+def run_k_sweep(study: Study) -> ExperimentResult:
     """05: the transformer draft at K = 1..8 beside Leviathan's predicted speedup, and an
     adaptive-K schedule."""
-    cfg = k_sweep_config(S)
-    return execute(S, "k_sweep", cfg, lambda on_row: _k_sweep(S, cfg, on_row))
+    cfg = k_sweep_config(study)
+    return execute(study, "k_sweep", cfg, lambda on_row: _k_sweep(study, cfg, on_row))
 
 
-def _k_sweep(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
-    loaded = load_target(S)
-    spec = S.profile["drafts"]["transformer"]
-    arms = [make_arm(S, loaded, BASELINE, "none", 1)]
-    arms += [make_arm(S, loaded, f"k{k}", spec, k) for k in cfg["ks"]]
-    arms.append(make_arm(S, loaded, "adaptive", f"adaptive:{spec}", cfg["adaptive"]["k_max"]))
-    prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
+def _k_sweep(study: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
+    loaded = load_target(study)
+    spec = study.profile["drafts"]["transformer"]
+    arms = [make_arm(study, loaded, BASELINE, "none", 1)]
+    arms += [make_arm(study, loaded, f"k{k}", spec, k) for k in cfg["ks"]]
+    arms.append(make_arm(study, loaded, "adaptive", f"adaptive:{spec}", cfg["adaptive"]["k_max"]))
+    prompts = prompts_for(study, loaded, cfg["n_prompts"], cfg["context_tokens"])
     rows = paired_by_config(arms, prompts, cfg, progress="k sweep", on_row=on_row)
     summary = k_sweep_summary(rows, summarize(rows), cfg)
     return Run(rows, summary)

@@ -94,11 +94,11 @@ def shown_images(nb: dict[str, Any]) -> set[str]:
 
 
 def result_problem(
-    S: Study, experiment: str, config: dict[str, Any], shown: set[str]
+    study: Study, experiment: str, config: dict[str, Any], shown: set[str]
 ) -> str | None:
     """Why `experiment` would not be reused as the executed notebook shows it (None: it would)."""
-    d = S.store.dir(experiment)
-    if not S.store.done(experiment, config, study=True):
+    d = study.store.dir(experiment)
+    if not study.store.done(experiment, config, study=True):
         return f"{rel(d)} is not a whole result for today's config"
     env = json.loads((d / "env.json").read_text(encoding="utf-8"))
     stored = env.get("inputs")
@@ -126,13 +126,13 @@ def why_execute(
         return f"{executed} cannot be read"
     if why := run_problem(nb, name, {"profile": profile, "results_dir": results_dir}):
         return why
-    S = setup(profile, results_dir=results_dir)
+    study = setup(profile, results_dir=results_dir)
     shown = shown_images(nb)
     for ref in notebook.experiments:
         e = load(ref)
-        if S.section(e.name) is None:
+        if study.section(e.name) is None:
             continue  # the profile does not run it: nothing would be computed
-        if why := result_problem(S, e.name, load(e.config)(S), shown):
+        if why := result_problem(study, e.name, load(e.config)(study), shown):
             return why
     return None
 

@@ -30,13 +30,13 @@ from specdec_lib.runner.execute import Progress, Run, execute, paired_by_config
 from specdec_lib.runner.prompts import prompts_for
 
 
-def assistant_for(S: Study, loaded: LoadedModel):
+def assistant_for(study: Study, loaded: LoadedModel):
     """(model, tokenizer) for HF assisted generation: the transformer draft as a model of its own
     (model:ID, with its own tokenizer, which HF needs where the vocabulary sizes differ), or for
     the self-draft the target's early exit with its full head (the target's tokenizer)."""
-    spec = S.profile["drafts"]["transformer"]
+    spec = study.profile["drafts"]["transformer"]
     if spec.startswith("model:"):  # the draft our arm already loaded: no second copy in memory
-        drafter = get_drafter(S, loaded, spec)
+        drafter = get_drafter(study, loaded, spec)
         return drafter.lm.model, drafter.tokenizer or loaded.tokenizer
     layers = parse(spec).args[0]  # self[:LAYERS[:KEEP]]
     return early_exit_model(loaded.model, layers), loaded.tokenizer
@@ -53,45 +53,45 @@ def peers_problem() -> str | None:
         return f"{type(exc).__name__}: {exc}"
 
 
-def our_specs(S: Study) -> dict[str, str]:
+def our_specs(study: Study) -> dict[str, str]:
     """Arm name -> spec of our arms in 07: the n-gram and the transformer drafts."""
-    d = S.profile["drafts"]
+    d = study.profile["drafts"]
     return {arm_name(d["ngram"]): d["ngram"], arm_name(d["transformer"]): d["transformer"]}
 
 
-def peers_config(S: Study, peers_error: str | None) -> dict[str, Any]:
+def peers_config(study: Study, peers_error: str | None) -> dict[str, Any]:
     """07's config; HF's arms are in it only where `specdec_lib.measure.peers` can run them."""
-    e = S.exp("peers")
+    e = study.exp("peers")
     hf = {m: f"hf:{mode}" for m, mode in HF_ARMS.items()} if not peers_error else {}
     return {
-        **base_config(S, "peers"),
+        **base_config(study, "peers"),
         "n_prompts": int(e["n_prompts"]),
         "context_tokens": int(e["context_tokens"]),
         "max_new_tokens": int(e["max_new_tokens"]),
-        "arms": {BASELINE: "none", **our_specs(S), **hf},
+        "arms": {BASELINE: "none", **our_specs(study), **hf},
     }
 
 
-def peers_default_config(S: Study) -> dict[str, Any]:
+def peers_default_config(study: Study) -> dict[str, Any]:
     """07's config with HF's arms as this environment can run them."""
-    return peers_config(S, peers_problem())
+    return peers_config(study, peers_problem())
 
 
-def run_peers(S: Study) -> ExperimentResult:
+def run_peers(study: Study) -> ExperimentResult:
     """07: Hugging Face generate (greedy, prompt lookup, assisted) beside our baseline, n-gram
     lookup and transformer draft on the same prompts, interleaved per prompt."""
     peers_error = peers_problem()
     if peers_error:
         print(f"specdec_lib.measure.peers is not usable ({peers_error}); running our arms only")
-    cfg = peers_config(S, peers_error)
-    return execute(S, "peers", cfg, lambda on_row: _peers(S, cfg, peers_error, on_row))
+    cfg = peers_config(study, peers_error)
+    return execute(study, "peers", cfg, lambda on_row: _peers(study, cfg, peers_error, on_row))
 
 
-def hf_arms(S: Study, loaded: LoadedModel, k: int) -> list[Arm]:
+def hf_arms(study: Study, loaded: LoadedModel, k: int) -> list[Arm]:
     """One arm per Hugging Face mode; assisted generation with the transformer draft."""
     from specdec_lib.measure.peers import HFGenerator  # optional: only once it imported cleanly
 
-    assistant, assistant_tok = assistant_for(S, loaded)
+    assistant, assistant_tok = assistant_for(study, loaded)
     arms = []
     for m, mode in HF_ARMS.items():
         if mode == "assisted":
@@ -102,19 +102,19 @@ def hf_arms(S: Study, loaded: LoadedModel, k: int) -> list[Arm]:
     return arms
 
 
-def _peers(S: Study, cfg: dict[str, Any], peers_error: str | None, on_row: Progress) -> Run:
-    loaded = load_target(S)
+def _peers(study: Study, cfg: dict[str, Any], peers_error: str | None, on_row: Progress) -> Run:
+    loaded = load_target(study)
     k = cfg["k"]
-    arms = build_arms(S, loaded, our_specs(S), k)
+    arms = build_arms(study, loaded, our_specs(study), k)
     if not peers_error:
-        arms += hf_arms(S, loaded, k)
+        arms += hf_arms(study, loaded, k)
 
     def hook(row: dict[str, Any]) -> None:
         if row["draft"] == "hf:greedy":
             row["k"] = 0  # HF greedy drafts nothing
         on_row(row)
 
-    prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
+    prompts = prompts_for(study, loaded, cfg["n_prompts"], cfg["context_tokens"])
     rows = paired_by_config(arms, prompts, cfg, progress="peers", on_row=hook)
     sm = summarize(rows)
     drop_acceptance(sm)

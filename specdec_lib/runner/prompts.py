@@ -15,9 +15,9 @@ _EVAL: dict[str, list[Article]] = {}  # data source -> its eval articles, split 
 READ: dict[str, str] = {}  # data source -> what it read (`Corpus.source`), for env.json's inputs
 
 
-def eval_articles(S: Study) -> list[Article]:
+def eval_articles(study: Study) -> list[Article]:
     """The eval half of the profile's data source (`data.split_articles`, seed SPLIT_SEED)."""
-    src = S.profile.get("data_source", "auto")
+    src = study.profile.get("data_source", "auto")
     if src not in _EVAL:
         corpus = load_wikitext(src)
         READ[src] = corpus.source
@@ -26,7 +26,7 @@ def eval_articles(S: Study) -> list[Article]:
 
 
 def prompts_for(
-    S: Study,
+    study: Study,
     loaded: LoadedModel,
     n: int,
     context: int,
@@ -38,10 +38,10 @@ def prompts_for(
     depend on the context when anchor_min is given (`data.make_prompts`)."""
     return make_prompts(
         loaded.tokenizer,
-        eval_articles(S),
+        eval_articles(study),
         n,
         context,
-        int(S.profile.get("seed", 0)),
+        int(study.profile.get("seed", 0)),
         anchor_min=anchor_min,
         continuation_tokens=continuation_tokens,
     )

@@ -27,16 +27,16 @@ from specdec_lib.runner.execute import Progress, Run, execute, paired
 from specdec_lib.runner.prompts import prompts_for
 
 
-def sampling_specs(S: Study) -> dict[str, str]:
+def sampling_specs(study: Study) -> dict[str, str]:
     """The transformer draft (the headline's) and the bigram."""
-    d = S.profile["drafts"]
+    d = study.profile["drafts"]
     return {arm_name(d["transformer"]): d["transformer"], arm_name(d["bigram"]): d["bigram"]}
 
 
-def sampling_config(S: Study) -> dict[str, Any]:
+def sampling_config(study: Study) -> dict[str, Any]:
     """06's config: temperatures, the paired runs and the distribution and sequence checks."""
-    e = S.exp("sampling")
-    specs = sampling_specs(S)
+    e = study.exp("sampling")
+    specs = sampling_specs(study)
     dist = e.get("distribution", {}) or {}
     checked = [str(a) for a in dist.get("arms", list(specs))]
     if not set(checked) <= set(specs):
@@ -45,7 +45,7 @@ def sampling_config(S: Study) -> dict[str, Any]:
             f"{', '.join(specs)}"
         )
     return {
-        **base_config(S, "sampling"),
+        **base_config(study, "sampling"),
         "temperatures": [float(t) for t in e["temperatures"]],
         "n_prompts": int(e["n_prompts"]),
         "context_tokens": int(e["context_tokens"]),
@@ -58,12 +58,12 @@ def sampling_config(S: Study) -> dict[str, Any]:
             # token exercises accept, reject and residual at the lowest cost per sample
             "k": 1,
         },
-        "sequence": sequence_config(S, e.get("sequence")),
+        "sequence": sequence_config(study, e.get("sequence")),
         "arms": {BASELINE: "none", **specs},
     }
 
 
-def sequence_config(S: Study, seq: dict[str, Any] | None) -> dict[str, Any] | None:
+def sequence_config(study: Study, seq: dict[str, Any] | None) -> dict[str, Any] | None:
     """The check of positions 1..m (`runner.distribution.sequence_checks`), from the profile's
     `sampling.sequence` (None when it has none): the drafts it runs (names in the profile's
     `drafts`: a high-acceptance one such as the n-gram copy and a low one such as the bigram),
@@ -72,7 +72,7 @@ def sequence_config(S: Study, seq: dict[str, Any] | None) -> dict[str, Any] | No
     accepted), and the verdict's thresholds (`analysis.sampling.sequence_verdict`)."""
     if not seq:
         return None
-    drafts = S.profile["drafts"]
+    drafts = study.profile["drafts"]
     names = [str(a) for a in seq.get("drafts", ["ngram", "bigram"])]
     if missing := [a for a in names if a not in drafts]:
         raise SpecdecError(
@@ -98,24 +98,24 @@ def looping_prompt(ids: list[int], loop_tokens: int, repeats: int) -> list[int]:
     return ids[:1] + ids[1 : 1 + loop_tokens] * repeats
 
 
-def run_sampling(S: Study) -> ExperimentResult:
+def run_sampling(study: Study) -> ExperimentResult:
     """06: speculative sampling at each temperature (acceptance, speedup), and an empirical
     check that the first sampled token follows the target's exact distribution, for the
     baseline and every speculative arm, with the smallest TVD the check detects."""
-    cfg = sampling_config(S)
-    return execute(S, "sampling", cfg, lambda on_row: _sampling(S, cfg, on_row))
+    cfg = sampling_config(study)
+    return execute(study, "sampling", cfg, lambda on_row: _sampling(study, cfg, on_row))
 
 
-def _sampling(S: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
-    loaded = load_target(S)
-    specs = sampling_specs(S)
+def _sampling(study: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
+    loaded = load_target(study)
+    specs = sampling_specs(study)
     main = next(iter(specs))
-    arms = build_arms(S, loaded, specs, cfg["k"])
-    prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
+    arms = build_arms(study, loaded, specs, cfg["k"])
+    prompts = prompts_for(study, loaded, cfg["n_prompts"], cfg["context_tokens"])
     seq_cfg = cfg["sequence"]
     seq_gens: dict[str, tuple[Any, int]] = {}
     if seq_cfg:
-        seq_arms = build_arms(S, loaded, seq_cfg["drafts"], seq_cfg["k"])
+        seq_arms = build_arms(study, loaded, seq_cfg["drafts"], seq_cfg["k"])
         seq_gens = {
             a.method.name: (a.generator, seq_cfg["k"] if i else 0) for i, a in enumerate(seq_arms)
         }

@@ -350,6 +350,15 @@ def whole_summary(experiment: str, profile: str) -> dict:
     return {**summary, "profile": profile}
 
 
+def whole_config(experiment: str, profile: str) -> dict:
+    """A config of the shape `experiment` declares (results.schema reads no other as a study
+    result): the committed embedded result's, under `profile` and without its hash (publish
+    adds it), for tests whose subject is not the config."""
+    config = json.loads((ROOT / "results/embedded" / experiment / "config.json").read_text())
+    config.pop("config_hash")
+    return {**config, "profile": profile}
+
+
 def run_smoke_batch(results: Path, profile: str = "smoke") -> None:
     """Every notebook on a tiny profile with papermill, into results/<profile>/notebooks."""
     import papermill as pm

@@ -19,13 +19,14 @@ import nbformat
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import FAKE_SECRETS, files_containing
+from conftest import FAKE_SECRETS, files_containing, whole_config
 
 from specdec_lib import report
 from specdec_lib.analysis import stats
 from specdec_lib.analysis.replay import continuation_summary
 from specdec_lib.analysis.single import baseline_headline, headline_pair
 from specdec_lib.analysis.summary import summarize
+from specdec_lib.results.schema import declared_config
 from specdec_lib.results.store import ResultStore, publish
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,8 +92,12 @@ def _row(prompt, method, draft, k, ctx, a, step_s, c, rng, cache=True, cell=None
 
 
 def _publish(root: Path, profile: str, name: str, config, rows, summary, extra=None):
-    """Write one synthetic experiment the way the study does (results.store.publish)."""
+    """Write one synthetic experiment the way the study does (results.store.publish). The keys
+    its config shape requires and these configs do not set are the committed embedded
+    result's (`whole_config`)."""
+    whole = whole_config(name, profile)
     config = {
+        **{key: whole[key] for key in declared_config(name).__required_keys__ if key in whole},
         "experiment": name,
         "profile": profile,
         "target": "synthetic",
@@ -424,7 +429,7 @@ def write_synthetic(
             root,
             profile,
             "sampling",
-            {"temperatures": [0.7, 1.0]},
+            {"temperatures": [0.7, 1.0], "sequence": None},  # no sequence check
             rows,
             {
                 "roles": {"transformer": "self"},

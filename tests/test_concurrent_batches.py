@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import whole_summary
+from conftest import whole_config, whole_summary
 
 from specdec_lib.results.schema import result_problem
 from specdec_lib.results.store import ResultStore, publish
@@ -46,7 +46,8 @@ def test_the_book_built_while_an_evaluate_publishes_reads_only_complete_results(
     rows = [{"prompt": i, "method": "baseline", "wall_s": 0.1} for i in range(3)]
     summary = whole_summary("baseline", "smoke")
     store = ResultStore(results, "smoke")
-    publish(store, "baseline", {"experiment": "baseline"}, {"python": "3"}, rows, summary)
+    config = whole_config("baseline", "smoke")
+    publish(store, "baseline", config, {"python": "3"}, rows, summary)
     nbs = results / "smoke" / "notebooks"
     nbs.mkdir()
     whole = (ROOT / "results/embedded/notebooks/01_baseline.ipynb").read_bytes()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import whole_summary
+from conftest import whole_config, whole_summary
 
 from specdec_lib import study
 from specdec_lib.config import config_hash
@@ -315,8 +315,8 @@ def test_a_changed_distilled_draft_is_a_changed_input_and_leaves_the_config_hash
     cache = tmp_path / "cache"
     monkeypatch.setattr(embedded, "embedded_cache_dir", lambda: cache / "gemma-3-270m")
     recipe = distilled.recipe_hash(distilled.DEFAULT)
-    config = {"experiment": "agreement", "target": "embedded", "data_source": "bundled",
-              "arms": {"distilled": "distilled"}}  # fmt: skip
+    config = {**whole_config("agreement", "smoke"), "target": "embedded",
+              "data_source": "bundled", "arms": {"distilled": "distilled"}}  # fmt: skip
     label = "draft distilled"
     assert execute.inputs_now(config)[label] == (
         "not trained on this machine yet: not fingerprinted"

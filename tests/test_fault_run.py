@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import faults
-from conftest import whole_summary
+from conftest import whole_config, whole_summary
 
 from specdec_lib.results.store import ResultStore, publish
 
@@ -19,7 +19,8 @@ def published(root: Path) -> Path:
             for i in range(3)]  # fmt: skip
     summary = whole_summary("baseline", "smoke")
     store = ResultStore(root, faults.PROFILE)
-    return publish(store, "baseline", {"experiment": "baseline"}, {"python": "3"}, rows, summary)
+    config = whole_config("baseline", faults.PROFILE)
+    return publish(store, "baseline", config, {"python": "3"}, rows, summary)
 
 
 def test_a_rerun_with_other_tokens_is_a_difference_and_equal_ones_are_not(tmp_path):

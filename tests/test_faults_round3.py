@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import whole_summary, write_profile
+from conftest import whole_config, whole_summary, write_profile
 
 from specdec_lib.errors import SpecdecError
 
@@ -244,7 +244,7 @@ def publish_three(root: Path) -> Path:
 
     rows = [{"prompt": i, "method": "baseline", "wall_s": 0.1 * i} for i in range(3)]
     summary = whole_summary("baseline", "p")
-    config = {"experiment": "baseline", "n_prompts": 3}
+    config = {**whole_config("baseline", "p"), "n_prompts": 3}
     return publish(ResultStore(root, "p"), "baseline", config, {"python": "3"}, rows, summary)
 
 

@@ -1,7 +1,9 @@
-"""Each experiment's summary.json has a declared shape (a TypedDict beside its declaration), and
-results.schema holds a result to it: on read a summary missing a declared key, or with a value of
-another type, is a damaged result with a one-line reason; on write the runner refuses to publish
-it. The committed results are of their declared shapes, with no key the declaration omits.
+"""Each experiment's summary.json and config.json have declared shapes (TypedDicts beside its
+declaration), and results.schema holds a result to them: on read a summary or config missing a
+declared key, or with a value of another type, is a damaged result with a one-line reason; on
+write the runner refuses to publish the summary, and refuses to run with the config. The
+committed results, and the configs the runner builds for every profile, are of their declared
+shapes, with no key the declaration omits.
 """
 
 from __future__ import annotations
@@ -13,11 +15,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import whole_config
 
+from specdec_lib import study
 from specdec_lib.analysis.summary import ArmSummary, MedianCI, PointCI
+from specdec_lib.config import config_hash
 from specdec_lib.errors import SpecdecError
 from specdec_lib.results import catalog
-from specdec_lib.results.schema import result_problem, shape_problem, summary_problem
+from specdec_lib.results.declare import StudyConfig, load
+from specdec_lib.results.schema import (
+    config_problem,
+    result_problem,
+    shape_problem,
+    summary_problem,
+)
 from specdec_lib.results.store import clean, load_result
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,3 +122,132 @@ def test_the_write_check_sees_the_summary_as_json_will_read_it():
         "summary.json['arms']['baseline']['k'] is a str, not int"
     )
     assert shape_problem(clean(summary)["arms"]["baseline"], ArmSummary) is not None
+
+
+# --------------------------------------------------------------------------- config.json
+
+
+def test_every_experiment_declares_its_config_shape():
+    for name, (_, e) in catalog.declared().items():
+        assert e.config_shape is not None, name
+        assert StudyConfig.__required_keys__ <= e.config_shape.__required_keys__, name
+
+
+COMMITTED_CONFIGS = sorted((ROOT / "results").glob("*/*/config.json"))
+
+
+@pytest.mark.parametrize(
+    "path", COMMITTED_CONFIGS, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}"
+)
+def test_every_committed_config_is_of_its_declared_shape_and_declares_every_key(path):
+    config = json.loads(path.read_text())
+    assert config_problem(path.parent.name, config, strict=True) is None
+
+
+def test_every_experiment_has_a_committed_config():
+    assert {p.parent.name for p in COMMITTED_CONFIGS} >= set(catalog.EXPERIMENTS)
+
+
+PROFILES = sorted(p.stem for p in (ROOT / "profiles").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_configs_the_runner_builds_are_of_their_declared_shapes_and_declare_every_key(profile):
+    """Every profile's config of every experiment it runs, as config.json will read it (clean),
+    with the hash publish adds."""
+    s = study.Study(study.load_profile(profile), ROOT / "results")
+    runs = [name for name in catalog.EXPERIMENTS if s.section(name) is not None]
+    assert runs
+    for name in runs:
+        config = clean(load(catalog.experiment(name).config)(s))
+        config["config_hash"] = config_hash(config)
+        assert config_problem(name, config, strict=True) is None, (profile, name)
+
+
+def rewrite_config(d: Path, edit) -> None:
+    """Edit config.json (its config_hash stays: the shape is checked, not the hash)."""
+    f = d / "config.json"
+    c = json.loads(f.read_text())
+    edit(c)
+    f.write_text(json.dumps(c))
+
+
+def test_a_config_missing_a_declared_key_is_refused_on_read_in_one_line(tmp_path):
+    d = copy_of(tmp_path, "k_sweep")
+    rewrite_config(d, lambda c: c["adaptive"].pop("k_max"))
+    assert result_problem(d, study=True) == "config.json['adaptive'] has no 'k_max'"
+    d = copy_of(tmp_path, "bigram")
+    rewrite_config(d, lambda c: c.pop("warmup"))
+    assert result_problem(d, study=True) == "config.json has no 'warmup'"
+    with pytest.raises(SpecdecError) as e:
+        load_result(d, study=True)
+    assert "\n" not in str(e.value) and "config.json has no 'warmup'" in str(e.value)
+    assert result_problem(d) is None  # outside the study the shape is not asked for
+
+
+def test_a_config_value_of_another_type_is_refused_on_read_naming_where(tmp_path):
+    d = copy_of(tmp_path, "context_sweep")
+    rewrite_config(d, lambda c: c.update(use_cache="yes"))
+    assert result_problem(d, study=True) == "config.json['use_cache'] is a str, not bool"
+    d = copy_of(tmp_path, "sampling")
+    rewrite_config(d, lambda c: c["sequence"].update(tvd_target=[0.05]))
+    assert result_problem(d, study=True) == (
+        "config.json['sequence']['tvd_target'] is a list, not float"
+    )
+
+
+def test_keys_from_before_a_config_declaration_and_no_sequence_check_pass(tmp_path):
+    """`primary` was added later (a result without it is read; the book asks for a re-run), a
+    draft on fewer prompts is recorded only where there is one, and a profile without a sequence
+    check writes null."""
+    d = copy_of(tmp_path, "agreement")
+    rewrite_config(d, lambda c: c.pop("primary"))
+    assert result_problem(d, study=True) is None
+    d = copy_of(tmp_path, "context_sweep")
+    rewrite_config(d, lambda c: [c.pop("primary"), c.pop("n_prompts_by_arm")])
+    assert result_problem(d, study=True) is None
+    d = copy_of(tmp_path, "sampling")
+    rewrite_config(d, lambda c: c.update(sequence=None))
+    assert result_problem(d, study=True) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "edit", "problem"),
+    [
+        ("baseline", lambda c: c.pop("n_prompts"), "config.json has no 'n_prompts'"),
+        (
+            "transformer_draft",
+            lambda c: c["identity"].update(n_prompts="4"),
+            "config.json['identity']['n_prompts'] is a str, not int",
+        ),
+        (
+            "agreement",
+            lambda c: c.update(arms=["quant8"]),
+            "config.json['arms'] is a list, not an object",
+        ),
+    ],
+)
+def test_a_config_of_another_shape_is_refused_before_anything_runs(tmp_path, name, edit, problem):
+    from specdec_lib.runner.execute import execute
+
+    config = whole_config(name, "embedded")
+    edit(config)
+    s = study.Study(study.load_profile("smoke"), tmp_path)
+
+    def compute(progress):
+        raise AssertionError("computed with a config of another shape")
+
+    with pytest.raises(SpecdecError) as e:
+        execute(s, name, config, compute)
+    assert str(e.value) == f"{name}: not run, its config differs: {problem}"
+    assert not any(tmp_path.rglob("*.jsonl"))  # no checkpoint was started
+
+
+def test_the_config_write_check_sees_the_config_as_json_will_read_it():
+    """The runner checks clean(config): numpy numbers are what config.json holds."""
+    config = whole_config("k_sweep", "embedded")
+    config["n_prompts"] = np.int64(config["n_prompts"])
+    config["ks"] = tuple(np.int64(k) for k in config["ks"])
+    assert config_problem("k_sweep", clean(config)) is None
+    config["k"] = 4.0
+    assert config_problem("k_sweep", clean(config)) == "config.json['k'] is a float, not int"

@@ -18,7 +18,7 @@ from specdec_lib.analysis import stats
 from specdec_lib.analysis.replay import ContinuationSummary
 from specdec_lib.analysis.rules import implied_acceptance
 from specdec_lib.analysis.summary import Num
-from specdec_lib.results.declare import Experiment, Figure, StudySummary
+from specdec_lib.results.declare import Experiment, Figure, StudyConfig, StudySummary
 
 SHARED = "shares the target's hidden states"
 EXIT = "early exit of the target (its attention stops early)"
@@ -88,6 +88,25 @@ class AgreementSummary(_AgreementKeys, total=False):
     continuation: ContinuationSummary
     primary: str
     draft_records: dict[str, Any]
+
+
+class _AgreementConfigKeys(StudyConfig):
+    contexts: list[int]
+    anchor_min: int
+    n_documents: int
+    n_documents_other: int
+    n_documents_text: int
+    text_contexts: list[int]
+    continuation_by: str
+    continuation_k: int
+    continuation_tokens: int
+    test_range: list[int]
+
+
+class AgreementConfig(_AgreementConfigKeys, total=False):
+    """04's agreement's config (timing-free: documents, not timed prompts)."""
+
+    primary: str  # absent from results configured before it was recorded
 
 
 def _implied(a: np.ndarray, k: int) -> np.ndarray:
@@ -204,6 +223,7 @@ agreement = Experiment(
     config="specdec_lib.runner.agreement:agreement_config",
     call="study.run_agreement(study_run)",
     summary=AgreementSummary,
+    config_shape=AgreementConfig,
     figures=(
         Figure(
             "agreement_vs_context.png",

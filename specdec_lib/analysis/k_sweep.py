@@ -14,7 +14,7 @@ import numpy as np
 
 from specdec_lib.analysis.summary import ArmSummary, Num, PointCI, SpeedupColumns, point
 from specdec_lib.analysis.theory import best_k, expected_speedup
-from specdec_lib.results.declare import Experiment, Figure, StudySummary
+from specdec_lib.results.declare import Experiment, Figure, SingleContextConfig, StudySummary
 
 
 class KRow(SpeedupColumns):
@@ -62,6 +62,21 @@ class KSweepSummary(StudySummary):
     table: list[KRow]
     adaptive: AdaptiveSummary
     headline: KSweepHeadline
+
+
+class AdaptiveKConfig(TypedDict):
+    """05's adaptive-K schedule's bounds."""
+
+    k_start: int
+    k_min: int
+    k_max: int
+
+
+class KSweepConfig(SingleContextConfig):
+    """05's config: the transformer draft at each K and the adaptive schedule."""
+
+    ks: list[int]
+    adaptive: AdaptiveKConfig
 
 
 def k_row(k: int, s: dict[str, Any]) -> dict[str, Any]:
@@ -144,6 +159,7 @@ k_sweep = Experiment(
     config="specdec_lib.runner.k_sweep:k_sweep_config",
     call="study.run_k_sweep(study_run)",
     summary=KSweepSummary,
+    config_shape=KSweepConfig,
     figures=(
         Figure(
             "measured_vs_predicted.png",

@@ -21,7 +21,7 @@ from specdec_lib.analysis.summary import (
     arm_walls,
 )
 from specdec_lib.results.catalog import BASELINE
-from specdec_lib.results.declare import Experiment, Figure, StudySummary
+from specdec_lib.results.declare import Experiment, Figure, SingleContextConfig, StudySummary
 
 # arm -> Hugging Face generate's mode (`specdec_lib.measure.peers.HFGenerator`)
 HF_ARMS = {"hf-greedy": "greedy", "hf-prompt-lookup": "prompt_lookup", "hf-assisted": "assisted"}
@@ -142,6 +142,7 @@ peers = Experiment(
     config="specdec_lib.runner.peers:peers_default_config",
     call="study.run_peers(study_run)",
     summary=PeersSummary,
+    config_shape=SingleContextConfig,
     figures=(
         Figure(
             "peers_speed.png",

@@ -22,7 +22,7 @@ from specdec_lib.analysis.summary import (
     point,
 )
 from specdec_lib.results.catalog import BASELINE
-from specdec_lib.results.declare import Experiment, Figure, StudySummary
+from specdec_lib.results.declare import Experiment, Figure, SingleContextConfig, StudySummary
 
 
 def tvd_between(p: np.ndarray, q: np.ndarray) -> float | None:
@@ -185,6 +185,37 @@ class SamplingSummary(_SamplingKeys, total=False):
     sequence_check: dict[str, dict[str, Any]]
 
 
+class DistributionCheckConfig(TypedDict):
+    """06's check that the first sampled token follows the target's distribution."""
+
+    n_prompts: int
+    n_samples: int
+    arms: list[str]
+    k: int
+
+
+class SequenceCheckConfig(TypedDict):
+    """06's check of positions 1..m (`runner.sampling.sequence_config`)."""
+
+    drafts: dict[str, str]
+    k: int
+    positions: int
+    n_samples: int
+    loop_tokens: int
+    repeats: int
+    tvd_target: float
+    min_path: int
+
+
+class SamplingExperimentConfig(SingleContextConfig):
+    """06's config: the temperatures and the distribution checks (`sequence`: None where the
+    profile runs no sequence check)."""
+
+    temperatures: list[float]
+    distribution: DistributionCheckConfig
+    sequence: SequenceCheckConfig | None
+
+
 def temperature_rows(t: float, arms: dict[str, Any]) -> list[dict[str, Any]]:
     """The flat table's rows of one temperature, one per arm."""
     table = []
@@ -235,6 +266,7 @@ sampling = Experiment(
     config="specdec_lib.runner.sampling:sampling_config",
     call="study.run_sampling(study_run)",
     summary=SamplingSummary,
+    config_shape=SamplingExperimentConfig,
     figures=(
         Figure(
             "sampling_speedup.png",

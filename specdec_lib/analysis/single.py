@@ -13,7 +13,7 @@ import numpy as np
 
 from specdec_lib.analysis.summary import ArmSummary, MedianCI, Num, PointCI
 from specdec_lib.results.catalog import BASELINE
-from specdec_lib.results.declare import Experiment, Figure, StudySummary
+from specdec_lib.results.declare import Experiment, Figure, SingleContextConfig, StudySummary
 
 
 class BaselineHeadline(TypedDict):
@@ -69,6 +69,20 @@ class TransformerSummary(PairSummary):
     """03's summary.json: the pair's, and the main draft's greedy identity per dtype."""
 
     identity_by_dtype: dict[str, IdentitySummary]
+
+
+class IdentityCheckConfig(TypedDict):
+    """03's greedy token identity check: the dtypes, prompts and tokens it compares."""
+
+    dtypes: list[str]
+    n_prompts: int
+    max_new_tokens: int
+
+
+class TransformerConfig(SingleContextConfig):
+    """03's config: the transformer draft(s) beside the baseline, and the identity check."""
+
+    identity: IdentityCheckConfig
 
 
 def headline_pair(arms: dict[str, Any], arm: str) -> dict[str, Any]:
@@ -156,6 +170,7 @@ baseline = Experiment(
     config="specdec_lib.runner.single:baseline_config",
     call="study.run_baseline(study_run)",
     summary=BaselineSummary,
+    config_shape=SingleContextConfig,
     figures=(
         Figure(
             "tokens_per_s.png",
@@ -173,6 +188,7 @@ bigram = Experiment(
     call="study.run_bigram(study_run)",
     figures=PAIR_FIGURES,
     summary=PairSummary,
+    config_shape=SingleContextConfig,
 )
 transformer_draft = Experiment(
     "transformer_draft",
@@ -182,4 +198,5 @@ transformer_draft = Experiment(
     call="study.run_transformer_draft(study_run)",
     figures=PAIR_FIGURES,
     summary=TransformerSummary,
+    config_shape=TransformerConfig,
 )

@@ -24,7 +24,7 @@ from specdec_lib.analysis.summary import (
     summarize,
 )
 from specdec_lib.results.catalog import BASELINE
-from specdec_lib.results.declare import Experiment, Figure, StudySummary
+from specdec_lib.results.declare import Experiment, Figure, PairedConfig, StudySummary
 
 
 class SweepRow(SpeedupColumns, AcceptanceColumns, TokensPerSColumns):
@@ -84,6 +84,25 @@ class SweepSummary(_SweepKeys, total=False):
     before it is read, and the book asks for a re-run."""
 
     primary: str
+
+
+class _SweepConfigKeys(PairedConfig):
+    contexts: list[int]
+    anchor_min: int
+    anchor_room: int
+    n_prompts_by_context: dict[str, int]  # context (as JSON writes a key) -> its prompts
+    order: str
+    warmup_tokens: int
+    use_cache: bool
+    reference_context: int
+
+
+class SweepConfig(_SweepConfigKeys, total=False):
+    """04's timed sweep's config (and its cache-off ablation's): the contexts, each with its
+    prompts, and the earlier study's reference context."""
+
+    n_prompts_by_arm: dict[str, int]  # only where a draft runs on fewer prompts
+    primary: str  # absent from results configured before it was recorded
 
 
 def table_row(
@@ -232,6 +251,7 @@ context_sweep = Experiment(
     call="study.run_context_sweep(study_run, use_cache=True)",
     figures=CONTEXT_FIGURES,
     summary=SweepSummary,
+    config_shape=SweepConfig,
 )
 context_sweep_nocache = Experiment(
     "context_sweep_nocache",
@@ -242,4 +262,5 @@ context_sweep_nocache = Experiment(
     # the baseline alone: no acceptance to plot (the plot was an empty frame with an empty legend)
     figures=tuple(f for f in CONTEXT_FIGURES if f.file != "acceptance_vs_context.png"),
     summary=SweepSummary,
+    config_shape=SweepConfig,
 )

@@ -1,9 +1,10 @@
 """What declares an experiment: its name, one line for the reading, how it runs and builds its
 config (lazy `module:object` references, so that declaring loads no torch), the shape of its
-summary.json (a TypedDict that `results.schema` checks on write and on read), its figures (file,
-drawing, caption) and the profile section it runs with where a profile names none; and a notebook
-(name, title, text, the experiments it runs). Also the keys every study summary has
-(`StudySummary`). Stdlib only.
+summary.json and of its config.json (TypedDicts that `results.schema` checks on write and on
+read), its figures (file, drawing, caption) and the profile section it runs with where a
+profile names none; and a notebook (name, title, text, the experiments it runs). Also the keys
+every study summary has (`StudySummary`) and every study config has (`StudyConfig`, and the
+paired and single-context configs several experiments share). Stdlib only.
 
 Knows nothing about any particular experiment (each declares itself in its analysis module) nor
 about the order of the study (`results.catalog` has the one list).
@@ -44,6 +45,46 @@ class StudySummary(_StudyKeys, total=False):
     per_prompt_csv: PerPromptRecord  # absent from results published before it was recorded
 
 
+class _StudyConfigKeys(TypedDict):
+    experiment: str
+    profile: str
+    target: str
+    dtype: str
+    device: str
+    data_source: str
+    seed: int
+    split_seed: int
+    k: int
+    warmup: int
+    arms: dict[str, str]  # arm -> its drafter spec (the baseline's: "none")
+
+
+class StudyConfig(_StudyConfigKeys, total=False):
+    """The keys every study experiment's config.json has, whatever it measures: what
+    `runner.context.base_config` starts each config with, and the arms it runs. An experiment's
+    declared config extends it with its own keys. The config's hash (`config_hash`) names the
+    stored result, so a shape declares the keys the runner writes and never changes them."""
+
+    tiny: dict[str, Any]  # the tiny random models' options, where the profile builds them
+    tiny_draft: dict[str, Any]
+    config_hash: str  # added on publication: in config.json, not in the config hashed
+
+
+class PairedConfig(StudyConfig):
+    """A timed experiment's config: arms paired with the baseline on the same prompts, each
+    generating `max_new_tokens` tokens."""
+
+    n_prompts: int
+    max_new_tokens: int
+
+
+class SingleContextConfig(PairedConfig):
+    """A paired experiment at one visible context (`context_tokens` tokens of each prompt):
+    01 baseline, 02 bigram, 07 peers, and the base of 03, 05 and 06."""
+
+    context_tokens: int
+
+
 @dataclass(frozen=True)
 class Figure:
     """One figure of a result directory: `figures/<file>`, drawn by `draw` (a lazy reference to a
@@ -63,12 +104,15 @@ class Figure:
 class Experiment:
     """One result directory of the study: `run` (lazy reference to run(Study) ->
     ExperimentResult), `config` (lazy reference to config(Study) -> dict), `call` (the notebook
-    cell's call, with `study_run` the Study that `study.setup` returned), `what` (one line for the reading) and its figures.
-    `defaults`: the profile section (`experiments.<name>`) a profile without that section runs
-    it with; a profile's own section overrides its keys. None: every profile that runs
-    the experiment must name it (a profile without it is refused in one line). `summary`: the
-    shape of its summary.json (a TypedDict extending `StudySummary`), refused on write and on
-    read where it differs (`results.schema.shape_problem`); None: unchecked."""
+    cell's call, with `study_run` the Study that `study.setup` returned), `what` (one line for
+    the reading) and its figures. `defaults`: the profile section (`experiments.<name>`) a
+    profile without that section runs it with; a profile's own section overrides its keys.
+    None: every profile that runs the experiment must name it (a profile without it is refused
+    in one line). `summary`: the shape of its summary.json (a TypedDict extending
+    `StudySummary`), refused on write and on read where it differs
+    (`results.schema.shape_problem`); None: unchecked. `config_shape`: the shape of its
+    config.json (a TypedDict extending `StudyConfig`), refused likewise before it runs and on
+    read (`results.schema.config_problem`); None: unchecked."""
 
     name: str
     what: str
@@ -78,6 +122,7 @@ class Experiment:
     figures: tuple[Figure, ...] = ()
     defaults: dict[str, Any] | None = field(default=None, hash=False)
     summary: Any = None
+    config_shape: Any = None
 
 
 @dataclass(frozen=True)

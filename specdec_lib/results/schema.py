@@ -6,9 +6,10 @@ object of the expected shape, a per_prompt.csv without a header, without rows or
 (truncated) row, a row count or sha256 other than summary.json recorded at publication (a CSV
 cut at a line boundary). `study=True` adds what every study experiment writes (experiment and
 profile names, the experiment matching the directory, a headline, a `prompt` column), which the
-reuse check and the book rely on, and a summary.json of the shape its experiment declares
-(`results.declare.Experiment.summary`, checked by `shape_problem`: a declared key missing or of
-another type). A damaged directory is recomputed by the batch and never rendered by the book.
+reuse check and the book rely on, and a config.json and a summary.json of the shapes its
+experiment declares (`results.declare.Experiment.config_shape` and `.summary`, checked by
+`shape_problem`: a declared key missing or of another type). A damaged directory is recomputed
+by the batch and never rendered by the book.
 `LIST_COLUMNS` declares the per-prompt columns that hold lists of ints and how a CSV cell
 writes each (`encode_list` / `decode_list`, used by `store.write_rows`, `read_rows` and the
 checkpoint).
@@ -132,7 +133,8 @@ def shape_problem(value: Any, shape: Any, where: str = "it", strict: bool = Fals
     """Why JSON data (as `json` reads it back) is not of the declared shape, in one line naming
     where (None when it is). Shapes: a TypedDict, dict[str, X], list[X], a union (X | None),
     Literal, str, int, float (an int passes: JSON writes 1.0 as 1.0 but a count as 1), bool and
-    Any. The shapes are the experiments' declarations (`results.declare.Experiment.summary`).
+    Any. The shapes are the experiments' declarations (`results.declare.Experiment.summary` and
+    `.config_shape`).
     strict: a key that a TypedDict does not declare is a problem too (the tests' check that a
     declaration names everything its experiment writes; results read back allow more)."""
     origin = typing.get_origin(shape)
@@ -179,6 +181,22 @@ def summary_problem(
     none is declared), as `summary.json['key'] ...`."""
     shape = declared_summary(experiment)
     return None if shape is None else shape_problem(summary, shape, "summary.json", strict)
+
+
+def declared_config(experiment: str) -> Any:
+    """The config shape experiment `experiment` declares (None: not a declared experiment, or it
+    declares none), read from the catalog as `declared_summary`."""
+    from specdec_lib.results import catalog
+
+    found = catalog.declared().get(experiment)
+    return found[1].config_shape if found else None
+
+
+def config_problem(experiment: str, config: dict[str, Any], *, strict: bool = False) -> str | None:
+    """Why a config (JSON data) is not of its experiment's declared shape (None: it is, or none
+    is declared), as `config.json['key'] ...`."""
+    shape = declared_config(experiment)
+    return None if shape is None else shape_problem(config, shape, "config.json", strict)
 
 
 def _json_object(path: Path) -> tuple[dict[str, Any] | None, str | None]:
@@ -263,6 +281,8 @@ def result_problem(path: Path, *, study: bool = False) -> str | None:
         for key, kind in (("arms", dict), ("table", list), ("roles", dict)):
             if key in summary and not isinstance(summary[key], kind):
                 return f"summary.json's {key!r} is not a {kind.__name__}"
+        if problem := config_problem(path.name, config):
+            return problem
         if problem := summary_problem(path.name, summary):
             return problem
     return _csv_problem(path / "per_prompt.csv", study, summary.get(PER_PROMPT_RECORD))

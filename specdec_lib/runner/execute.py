@@ -35,7 +35,7 @@ from specdec_lib.models import LoadedModel
 from specdec_lib.models.device import resolve_device, resolve_dtype
 from specdec_lib.models.loading import model_folder
 from specdec_lib.results.inputs import changed_input, fingerprint
-from specdec_lib.results.schema import summary_problem
+from specdec_lib.results.schema import config_problem, summary_problem
 from specdec_lib.results.store import (
     Checkpoint,
     ExperimentResult,
@@ -215,7 +215,11 @@ def execute(
     config: dict[str, Any],
     compute: Callable[[Progress], Run],
 ) -> ExperimentResult:
-    """Reuse the stored result for this config, or compute, track and publish it."""
+    """Reuse the stored result for this config, or compute, track and publish it. A config or
+    summary of another shape than the experiment declares is refused in one line (the config
+    before anything runs, as config.json will read it)."""
+    if problem := config_problem(experiment, clean(config)):
+        raise SpecdecError(f"{experiment}: not run, its config differs: {problem}")
     hit = cached(study, experiment, config)
     if hit is not None:
         return hit

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 import torch
@@ -90,6 +90,13 @@ def test_drafter_recipe_adds_a_drafter_in_one_file(tmp_path, monkeypatch, target
 TOY_CAPTION = "Toy bars: one per arm; look at nothing in particular."
 
 
+class ToyConfig(TypedDict):
+    """The toy experiment's config.json (its declared `config_shape`)."""
+
+    experiment: str
+    n_prompts: int
+
+
 def toy_config(S: Any) -> dict[str, Any]:
     """The toy experiment's config (from the profile alone: its section, or the declared
     defaults where the profile has none)."""
@@ -117,6 +124,7 @@ TOY = Experiment(
     config="test_recipes:toy_config",
     call="study.run_toy(study_run)",
     defaults={"n_prompts": 1},  # what a profile without a `toy` section runs it with
+    config_shape=ToyConfig,  # the shape of its config.json, checked on write and read
 )
 TOY_WITH_FIGURE = Experiment(
     "toy",
@@ -125,6 +133,7 @@ TOY_WITH_FIGURE = Experiment(
     config=TOY.config,
     call=TOY.call,
     defaults=TOY.defaults,
+    config_shape=TOY.config_shape,
     figures=(Figure("toy_bars.png", "test_recipes:toy_bars", TOY_CAPTION),),
 )
 TOY_NOTEBOOK = Notebook("08_toy", "Toy", "A toy notebook. Writes `toy/`.", ("test_recipes:TOY",))
@@ -145,6 +154,7 @@ def test_experiment_recipe_toy_reaches_catalog_readings_and_notebooks(monkeypatc
     not run it with its declared defaults."""
     from specdec_lib import study
     from specdec_lib.reporting import readings
+    from specdec_lib.results.schema import config_problem
     from specdec_lib.runner.context import Study
 
     monkeypatch.setattr(catalog, "STUDY", (*catalog.STUDY, TOY_NOTEBOOK))
@@ -162,6 +172,9 @@ def test_experiment_recipe_toy_reaches_catalog_readings_and_notebooks(monkeypatc
     smoke["experiments"]["toy"] = {"n_prompts": 3}
     assert config(Study(smoke, ROOT / "results")) == {"experiment": "toy", "n_prompts": 3}
     validate({**smoke, "experiments": {"toy": TOY.defaults}}, "the toy's defaults")
+    # its config is of its declared shape, which the runner and the reader hold it to
+    assert config_problem("toy", config(Study(smoke, ROOT / "results")), strict=True) is None
+    assert config_problem("toy", {"experiment": "toy"}) == "config.json has no 'n_prompts'"
     assert callable(load(catalog.experiment("toy").run))
     assert readings.WHAT["toy"] == TOY.what
     config = {"profile": "p", "target": "t", "n_prompts": 1, "max_new_tokens": 2}

@@ -1,8 +1,9 @@
 """Where the book's results came from against where the book was built: commits, machines,
 versions, and what `make evaluate` reuses. Markdown for the reproducibility chapter.
 
-Reads env.json files through `specdec_lib.report` and asks git and the running interpreter about
-the build; knows nothing about decoding. Without git (an unpacked archive) it says so.
+Reads the env.json files of a profile its caller loaded (a `results.read.Profile`) and asks git
+and the running interpreter about the build; knows nothing about decoding. Without git (an
+unpacked archive) it says so.
 """
 
 from __future__ import annotations

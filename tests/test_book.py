@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import nbformat
@@ -23,7 +24,9 @@ from conftest import FAKE_SECRETS, files_containing, whole_config
 
 from specdec_lib import report
 from specdec_lib.analysis import stats
+from specdec_lib.analysis.k_sweep import k_row
 from specdec_lib.analysis.replay import continuation_summary
+from specdec_lib.analysis.sampling import temperature_rows
 from specdec_lib.analysis.single import baseline_headline, headline_pair
 from specdec_lib.analysis.summary import summarize
 from specdec_lib.results.schema import declared_config
@@ -91,7 +94,7 @@ def _row(prompt, method, draft, k, ctx, a, step_s, c, rng, cache=True, cell=None
     return r
 
 
-def _publish(root: Path, profile: str, name: str, config, rows, summary, extra=None):
+def _publish(root: Path, profile: str, name: str, config, rows, summary):
     """Write one synthetic experiment the way the study does (results.store.publish). The keys
     its config shape requires and these configs do not set are the committed embedded
     result's (`whole_config`)."""
@@ -128,10 +131,77 @@ def _publish(root: Path, profile: str, name: str, config, rows, summary, extra=N
     }
     summary = {"experiment": name, "profile": profile, **summary}
     store = ResultStore(root, profile)
-    publish(store, name, config, env, rows, summary, figures=lambda d: None, extra=extra)
+    publish(store, name, config, env, rows, summary, figures=lambda d: None)
 
 
-def _sweep(root, profile, name, cache, rng):
+# an arm of a single-context result: (method, draft, k, acceptance per token, cost ratio)
+BASELINE_ARM = ("baseline", "none", 0, 0, 0)
+KS = list(range(1, 9))  # k_sweep's fixed K
+TEMPERATURES = [0.7, 1.0]  # sampling's
+
+
+def _self_arm(method: str = "self", draft: str = "self", k: int = K) -> tuple:
+    """An arm of the shared self-draft (acceptance 0.65, cost ratio 0.3)."""
+    return (method, draft, k, 0.65, 0.3)
+
+
+# the single-context results: their arms, and the role of the drafted (last) arm if any
+SINGLE = {
+    "baseline": ([BASELINE_ARM], None),
+    "bigram": ([BASELINE_ARM, ("bigram", "bigram", K, 0.1, 0.01)], "bigram"),
+    "transformer_draft": ([BASELINE_ARM, _self_arm()], "transformer"),
+}
+
+
+def _arm_rows(arms, rng, step: dict | None = None, cell: dict | None = None) -> list[dict]:
+    """Per prompt, one row per arm at context 20 (step: a method's target step in seconds
+    where it is not 0.01; cell: columns every row gets)."""
+    step = step or {}
+    return [
+        _row(i, m, d, k, 20, a, step.get(m, 0.01), c, rng, cell=cell)
+        for i in range(N_PROMPTS)
+        for m, d, k, a, c in arms
+    ]
+
+
+def _interval(name: str, s: dict, point: str = "value") -> dict:
+    """The table columns name, name_ci_low, name_ci_high of the interval s (None where absent)."""
+    return {
+        name: s.get(point),
+        f"{name}_ci_low": s.get("ci_low"),
+        f"{name}_ci_high": s.get("ci_high"),
+    }
+
+
+def _single(name: str, rows: list[dict]) -> tuple[dict, list, dict]:
+    """baseline, bigram or transformer_draft (config, rows, summary) from its rows."""
+    arm_list, role = SINGLE[name]
+    arms = summarize(rows)
+    if role is None:
+        scope = {"max_new_tokens": NEW_TOKENS, "context_tokens": 20}
+        summary = {"roles": {}, "arms": arms, "headline": baseline_headline(arms, scope)}
+    else:
+        method = arm_list[-1][0]  # the drafted arm
+        summary = {"roles": {role: method}, "arms": arms, "headline": headline_pair(arms, method)}
+    if name == "transformer_draft":
+        summary["identity_by_dtype"] = {
+            dtype: {
+                "dtype": dtype,
+                "n_prompts": N_PROMPTS,
+                "max_new_tokens": NEW_TOKENS,
+                "identical_fraction": fraction,
+                "divergence_positions": positions,
+                "divergence_margins": margins,
+            }
+            for dtype, fraction, positions, margins in (
+                ("bfloat16", 0.75, [5, 17, 30], [0.01, 0.06, 0.12]),
+                ("float32", 1.0, [], []),
+            )
+        }
+    return {}, rows, summary
+
+
+def _sweep(rng, cache: bool) -> tuple[dict, list, dict]:
     """A timed sweep whose summary comes from study.sweep_summary (the real analysis)."""
     from specdec_lib import study
 
@@ -147,8 +217,8 @@ def _sweep(root, profile, name, cache, rng):
             rows.append(_row(i, "self", "self", K, ctx, a_self, step, c_self, rng, cache, cell))
             rows.append(_row(i, "exit12", "exit:12", K, ctx, 0.45, step, 0.2, rng, cache, cell))
     arms = {"baseline": "none", "bigram": "bigram", "self": "self", "exit12": "exit:12"}
-    cfg = {"contexts": CONTEXTS, "reference_context": 20, "use_cache": cache, "arms": arms}
-    summary = study.sweep_summary(rows, cfg)
+    config = {"contexts": CONTEXTS, "use_cache": cache}
+    summary = study.sweep_summary(rows, {**config, "reference_context": 20, "arms": arms})
     summary["roles"] = {"bigram": "bigram", "transformer": "self"}
     summary["primary"] = "exit12"
     summary["kinds"] = {
@@ -156,7 +226,7 @@ def _sweep(root, profile, name, cache, rng):
         "self": study.SHARED,
         "exit12": study.EXIT,
     }
-    _publish(root, profile, name, {"contexts": CONTEXTS, "use_cache": cache}, rows, summary)
+    return config, rows, summary
 
 
 def _agreement_row(view: str, i: int, ctx: int, d: str, m: np.ndarray) -> dict:
@@ -187,7 +257,7 @@ def _view_rows(view: str, level: dict, n_docs: int, T: int, rng) -> list[dict]:
     return rows
 
 
-def _agreement(root, profile, rng):
+def _agreement(rng) -> tuple[dict, list, dict]:
     """Teacher-forced agreement rows (40 documents x 64 positions) summarized by
     study.agreement_summary (the real analysis): a flat primary draft, an exit that falls."""
     from specdec_lib import study
@@ -232,274 +302,168 @@ def _agreement(root, profile, rng):
             "curve": [{"step": s, "loss": 3.0 / (1 + s / 50)} for s in range(0, 400, 20)],
         }
     }
-    _publish(
-        root, profile, "agreement", {"contexts": CONTEXTS, "primary": "distilled"}, rows, summary
-    )
+    return {"contexts": CONTEXTS, "primary": "distilled"}, rows, summary
+
+
+def _k_sweep(rng) -> tuple[dict, list, dict]:
+    """k_sweep: the self-draft at every fixed K and at an adaptive K; its table's rows are
+    analysis.k_sweep.k_row's (no pooled prediction), its headline made up."""
+    adaptive_arm = _self_arm("adaptive", "adaptive:self", 8)
+    rows = _arm_rows([BASELINE_ARM, *(_self_arm(f"k{k}", k=k) for k in KS), adaptive_arm], rng)
+    arms = summarize(rows)
+    table = [
+        {**k_row(s["k"], s), "method": a, "predicted_speedup_pooled": None}
+        for a, s in arms.items()
+        if a != "baseline"
+    ]
+    adaptive = arms["adaptive"]
+    measured = {
+        key: adaptive[key] for key in ("speedup", "acceptance_rate", "mean_accepted_length")
+    }
+    summary = {
+        "roles": {"transformer": "k4"},
+        "arms": arms,
+        "ks": KS,
+        "table": table,
+        "adaptive": {"k_max": 8, "k_min": 1, "k_start": 4, "mean_k_used": 3.1, **measured},
+        "headline": {
+            "best_k_measured": 3,
+            "best_speedup_measured": 1.4,
+            "best_k_predicted": 3,
+            "pooled_per_token_acceptance": None,
+            "pooled_cost_ratio": None,
+            "adaptive_speedup": adaptive["speedup"],
+        },
+    }
+    return {"ks": KS}, rows, summary
+
+
+def _distribution_check() -> dict:
+    """One temperature's made-up distribution checks of the self-draft and the baseline."""
+    chk = {
+        "tvd": 0.05,
+        "tvd_mean_per_prompt": 0.08,
+        "chi2": 30.0,
+        "dof": 28,
+        "p_value": 0.36,
+        "n_samples": 800,
+        "detectable_tvd": stats.detectable_tvd(800, 28),
+    }
+    return {
+        "n_samples_per_prompt": 200,
+        "n_prompts": 4,
+        "self": {**chk, "tvd_unverified": 0.02, "detects_unverified": False},
+        "baseline": {**chk, "p_value": 0.52},
+    }
+
+
+def _sampling(rng) -> tuple[dict, list, dict]:
+    """sampling: the self-draft at each temperature (its table's rows are
+    analysis.sampling.temperature_rows'), no sequence check."""
+    rows, table, by_t = [], [], {}
+    for t in TEMPERATURES:
+        cell = _arm_rows(
+            [BASELINE_ARM, ("self", "self", K, 0.5, 0.3)], rng, cell={"temperature": t}
+        )
+        rows += cell
+        arms = summarize(cell)
+        by_t[str(t)] = {"arms": arms}
+        table += temperature_rows(t, arms)
+    summary = {
+        "roles": {"transformer": "self"},
+        "temperatures": TEMPERATURES,
+        "by_temperature": by_t,
+        "table": table,
+        "distribution_check": {str(t): _distribution_check() for t in TEMPERATURES},
+        "headline": {},
+    }
+    return {"temperatures": TEMPERATURES, "sequence": None}, rows, summary
+
+
+PEER_ARMS = [
+    BASELINE_ARM,
+    ("ngram", "ngram", K, 0.3, 0.01),
+    _self_arm(),
+    ("hf_greedy", "hf:greedy", 0, 0, 0),
+    ("hf_assisted", "hf:assisted", 0, 0, 0),
+]
+
+
+def _peers(rng) -> tuple[dict, list, dict]:
+    """peers: ours beside Hugging Face's greedy and assisted generation (HF assisted faster)."""
+    rows = _arm_rows(PEER_ARMS, rng, step={"hf_assisted": 0.007})
+    arms = summarize(rows)
+    table = [
+        {
+            "method": a,
+            "implementation": "hf" if a.startswith("hf") else "ours",
+            **_interval("tokens_per_s", s["tokens_per_s"], "median"),
+            **_interval("speedup", s.get("speedup", {})),
+            "speedup_vs_hf_greedy": 1.0,
+            "identical_to_baseline": 1.0,
+            "identical_to_hf_greedy": 1.0,
+        }
+        for a, s in arms.items()
+    ]
+    summary = {
+        "roles": {"transformer": "self", "ngram": "ngram"},
+        "arms": arms,
+        "table": table,
+        "peers_available": True,
+        "peers_error": None,
+        "headline": {},
+    }
+    return {}, rows, summary
+
+
+# the results that draw their rows when they are built, in the order they draw them
+DRAWN_WHEN_BUILT = {
+    "context_sweep": partial(_sweep, cache=True),
+    "context_sweep_nocache": partial(_sweep, cache=False),
+    "agreement": _agreement,
+    "k_sweep": _k_sweep,
+    "sampling": _sampling,
+    "peers": _peers,
+}
+
+
+def _write_notebooks(folder: Path, only: set[str] | None) -> None:
+    """An executed-looking notebook per chapter whose result directories `only` names (all
+    when None): a stored output, and a cell that fails if the book executes it again."""
+    nbdir = folder / "notebooks"
+    nbdir.mkdir(parents=True, exist_ok=True)
+    for nb_name, dirs in report.NOTEBOOKS.items():
+        if only is not None and not set(dirs) & only:
+            continue
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["kernelspec"] = {
+            "name": "specdec",
+            "display_name": "specdec",
+            "language": "python",
+        }
+        code = nbformat.v4.new_code_cell("raise RuntimeError('re-executed by the book')")
+        code.outputs = [nbformat.v4.new_output("stream", name="stdout", text="stored\n")]
+        empty = nbformat.v4.new_code_cell("import os  # no output")
+        nb.cells = [nbformat.v4.new_markdown_cell(f"# {nb_name}\n\nSynthetic."), empty, code]
+        nbformat.write(nb, nbdir / f"{nb_name}.ipynb")
 
 
 def write_synthetic(
     root: Path, profile: str = "synthetic", only: set[str] | None = None, notebooks: bool = True
 ) -> Path:
-    """A profile with every result directory (or only those in `only`) and executed notebooks."""
+    """A profile with every result directory (or only those in `only`) and executed notebooks.
+
+    One generator draws every row: the single-context results' rows first, whichever results
+    `only` names, then each other result's as it is built."""
     rng = np.random.default_rng(1)
-    want = lambda n: only is None or n in only  # noqa: E731
-    single = {}
-    for name, arms in (
-        ("baseline", [("baseline", "none", 0, 0, 0)]),
-        ("bigram", [("baseline", "none", 0, 0, 0), ("bigram", "bigram", K, 0.1, 0.01)]),
-        ("transformer_draft", [("baseline", "none", 0, 0, 0), ("self", "self", K, 0.65, 0.3)]),
-    ):
-        rows = [
-            _row(i, m, d, k, 20, a, 0.01, c, rng)
-            for i in range(N_PROMPTS)
-            for (m, d, k, a, c) in arms
-        ]
-        single[name] = (rows, summarize(rows))
-    if want("baseline"):
-        rows, arms = single["baseline"]
-        _publish(
-            root,
-            profile,
-            "baseline",
-            {},
-            rows,
-            {
-                "roles": {},
-                "arms": arms,
-                "headline": baseline_headline(
-                    arms, {"max_new_tokens": NEW_TOKENS, "context_tokens": 20}
-                ),
-            },
-        )
-    if want("bigram"):
-        rows, arms = single["bigram"]
-        _publish(
-            root,
-            profile,
-            "bigram",
-            {},
-            rows,
-            {
-                "roles": {"bigram": "bigram"},
-                "arms": arms,
-                "headline": headline_pair(arms, "bigram"),
-            },
-        )
-    if want("transformer_draft"):
-        rows, arms = single["transformer_draft"]
-        ident = {
-            "bfloat16": {
-                "dtype": "bfloat16",
-                "n_prompts": N_PROMPTS,
-                "max_new_tokens": 32,
-                "identical_fraction": 0.75,
-                "divergence_positions": [5, 17, 30],
-                "divergence_margins": [0.01, 0.06, 0.12],
-            },
-            "float32": {
-                "dtype": "float32",
-                "n_prompts": N_PROMPTS,
-                "max_new_tokens": 32,
-                "identical_fraction": 1.0,
-                "divergence_positions": [],
-                "divergence_margins": [],
-            },
-        }
-        _publish(
-            root,
-            profile,
-            "transformer_draft",
-            {},
-            rows,
-            {
-                "roles": {"transformer": "self"},
-                "arms": arms,
-                "headline": headline_pair(arms, "self"),
-                "identity_by_dtype": ident,
-            },
-        )
-    if want("context_sweep"):
-        _sweep(root, profile, "context_sweep", True, rng)
-    if want("context_sweep_nocache"):
-        _sweep(root, profile, "context_sweep_nocache", False, rng)
-    if want("agreement"):
-        _agreement(root, profile, rng)
-    if want("k_sweep"):
-        rows = []
-        for i in range(N_PROMPTS):
-            rows.append(_row(i, "baseline", "none", 0, 20, 0, 0.01, 0, rng))
-            for k in range(1, 9):
-                rows.append(_row(i, f"k{k}", "self", k, 20, 0.65, 0.01, 0.3, rng))
-            rows.append(_row(i, "adaptive", "adaptive:self", 8, 20, 0.65, 0.01, 0.3, rng))
-        arms = summarize(rows)
-        table = [
-            {
-                "k": s["k"],
-                "method": a,
-                "speedup": s["speedup"]["value"],
-                "speedup_ci_low": s["speedup"]["ci_low"],
-                "speedup_ci_high": s["speedup"]["ci_high"],
-                "predicted_speedup_leviathan": s["predicted_speedup_leviathan"],
-                "predicted_speedup_calibrated": s["predicted_speedup_calibrated"],
-                "predicted_speedup_pooled": None,
-                "acceptance_rate": s["acceptance_rate"]["value"],
-                "per_token_acceptance_iid": s["per_token_acceptance_iid"],
-                "cost_ratio": s["cost_ratio"],
-                "mean_accepted_length": s["mean_accepted_length"]["value"],
-            }
-            for a, s in arms.items()
-            if a != "baseline"
-        ]
-        _publish(
-            root,
-            profile,
-            "k_sweep",
-            {"ks": list(range(1, 9))},
-            rows,
-            {
-                "roles": {"transformer": "k4"},
-                "arms": arms,
-                "ks": list(range(1, 9)),
-                "table": table,
-                "adaptive": {
-                    "k_max": 8,
-                    "k_min": 1,
-                    "k_start": 4,
-                    "mean_k_used": 3.1,
-                    "speedup": arms["adaptive"]["speedup"],
-                    "acceptance_rate": arms["adaptive"]["acceptance_rate"],
-                    "mean_accepted_length": arms["adaptive"]["mean_accepted_length"],
-                },
-                "headline": {
-                    "best_k_measured": 3,
-                    "best_speedup_measured": 1.4,
-                    "best_k_predicted": 3,
-                    "pooled_per_token_acceptance": None,
-                    "pooled_cost_ratio": None,
-                    "adaptive_speedup": arms["adaptive"]["speedup"],
-                },
-            },
-        )
-    if want("sampling"):
-        rows, table, by_t, dist = [], [], {}, {}
-        for t in (0.7, 1.0):
-            cell = []
-            for i in range(N_PROMPTS):
-                cell.append(
-                    _row(i, "baseline", "none", 0, 20, 0, 0.01, 0, rng, cell={"temperature": t})
-                )
-                cell.append(
-                    _row(i, "self", "self", K, 20, 0.5, 0.01, 0.3, rng, cell={"temperature": t})
-                )
-            rows += cell
-            arms = summarize(cell)
-            by_t[str(t)] = {"arms": arms}
-            for a, s in arms.items():
-                table.append(
-                    {
-                        "temperature": t,
-                        "method": a,
-                        "n_prompts": s["n_prompts"],
-                        "speedup": s.get("speedup", {}).get("value"),
-                        "speedup_ci_low": s.get("speedup", {}).get("ci_low"),
-                        "speedup_ci_high": s.get("speedup", {}).get("ci_high"),
-                        "acceptance_rate": s.get("acceptance_rate", {}).get("value"),
-                        "acceptance_rate_ci_low": s.get("acceptance_rate", {}).get("ci_low"),
-                        "acceptance_rate_ci_high": s.get("acceptance_rate", {}).get("ci_high"),
-                        "mean_accepted_length": s.get("mean_accepted_length", {}).get("value"),
-                        "tokens_per_s": s["tokens_per_s"]["median"],
-                    }
-                )
-            chk = {
-                "tvd": 0.05,
-                "tvd_mean_per_prompt": 0.08,
-                "chi2": 30.0,
-                "dof": 28,
-                "p_value": 0.36,
-                "n_samples": 800,
-                "detectable_tvd": stats.detectable_tvd(800, 28),
-            }
-            dist[str(t)] = {
-                "n_samples_per_prompt": 200,
-                "n_prompts": 4,
-                "self": {**chk, "tvd_unverified": 0.02, "detects_unverified": False},
-                "baseline": {**chk, "p_value": 0.52},
-            }
-        _publish(
-            root,
-            profile,
-            "sampling",
-            {"temperatures": [0.7, 1.0], "sequence": None},  # no sequence check
-            rows,
-            {
-                "roles": {"transformer": "self"},
-                "temperatures": [0.7, 1.0],
-                "by_temperature": by_t,
-                "table": table,
-                "distribution_check": dist,
-                "headline": {},
-            },
-        )
-    if want("peers"):
-        rows = []
-        for i in range(N_PROMPTS):
-            for m, d, k, a, c in (
-                ("baseline", "none", 0, 0, 0),
-                ("ngram", "ngram", K, 0.3, 0.01),
-                ("self", "self", K, 0.65, 0.3),
-                ("hf_greedy", "hf:greedy", 0, 0, 0),
-                ("hf_assisted", "hf:assisted", 0, 0, 0),
-            ):
-                rows.append(_row(i, m, d, k, 20, a, 0.01 if m != "hf_assisted" else 0.007, c, rng))
-        arms = summarize(rows)
-        table = [
-            {
-                "method": a,
-                "implementation": "hf" if a.startswith("hf") else "ours",
-                "tokens_per_s": s["tokens_per_s"]["median"],
-                "tokens_per_s_ci_low": s["tokens_per_s"]["ci_low"],
-                "tokens_per_s_ci_high": s["tokens_per_s"]["ci_high"],
-                "speedup": s.get("speedup", {}).get("value"),
-                "speedup_ci_low": s.get("speedup", {}).get("ci_low"),
-                "speedup_ci_high": s.get("speedup", {}).get("ci_high"),
-                "speedup_vs_hf_greedy": 1.0,
-                "identical_to_baseline": 1.0,
-                "identical_to_hf_greedy": 1.0,
-            }
-            for a, s in arms.items()
-        ]
-        _publish(
-            root,
-            profile,
-            "peers",
-            {},
-            rows,
-            {
-                "roles": {"transformer": "self", "ngram": "ngram"},
-                "arms": arms,
-                "table": table,
-                "peers_available": True,
-                "peers_error": None,
-                "headline": {},
-            },
-        )
+    single = {name: _arm_rows(arms, rng) for name, (arms, _) in SINGLE.items()}
+    builders = {name: partial(_single, name, rows) for name, rows in single.items()}
+    builders |= {name: partial(build, rng) for name, build in DRAWN_WHEN_BUILT.items()}
+    for name, build in builders.items():
+        if only is None or name in only:
+            _publish(root, profile, name, *build())
     if notebooks:
-        nbdir = root / profile / "notebooks"
-        nbdir.mkdir(parents=True, exist_ok=True)
-        for nb_name, dirs in report.NOTEBOOKS.items():
-            if only is not None and not set(dirs) & only:
-                continue
-            nb = nbformat.v4.new_notebook()
-            nb.metadata["kernelspec"] = {
-                "name": "specdec",
-                "display_name": "specdec",
-                "language": "python",
-            }
-            code = nbformat.v4.new_code_cell("raise RuntimeError('re-executed by the book')")
-            code.outputs = [nbformat.v4.new_output("stream", name="stdout", text="stored\n")]
-            empty = nbformat.v4.new_code_cell("import os  # no output")
-            nb.cells = [nbformat.v4.new_markdown_cell(f"# {nb_name}\n\nSynthetic."), empty, code]
-            nbformat.write(nb, nbdir / f"{nb_name}.ipynb")
+        _write_notebooks(root / profile, only)
     return root / profile
 
 

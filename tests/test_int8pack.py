@@ -17,7 +17,13 @@ from specdec_lib.core.decode import speculative_decode
 from specdec_lib.core.draft import NoDrafter
 from specdec_lib.core.processors import RepetitionControl
 from specdec_lib.core.sampling import make_generator
-from specdec_lib.drafters.int8pack import Int8Linear, Int8WeightDrafter, int8_bytes, quantize_rows
+from specdec_lib.drafters.int8pack import (
+    Int8Linear,
+    Int8WeightDrafter,
+    LeanInt8LM,
+    int8_bytes,
+    quantize_rows,
+)
 from specdec_lib.drafters.perturbed import decoder_linears
 from specdec_lib.drafters.registry import DraftContext, build, parse
 from specdec_lib.errors import SpecdecError
@@ -67,6 +73,32 @@ def test_a_pruned_heads_q_is_a_distribution_over_the_full_vocabulary_zero_outsid
     )
     check_stats(gen, k=4, prompt_len=len(prompt))
     assert len(gen.tokens) == 12
+
+
+@pytest.mark.parametrize("keep", [KEEP, VOCAB])
+def test_the_lean_forward_gives_the_module_paths_logits_past_the_sliding_window(target32, keep):
+    """The Gemma int8w copy drafts through LeanInt8LM; its logits equal (float32 rounding) those
+    of the same int8 copy run by Hugging Face's modules, over a prompt longer than the tiny
+    model's sliding window (4), one-token steps, a rollback and a multi-token extend after it.
+    Planted bugs seen failing: the sliding window left out (every key visible); the rotary
+    angle of the local layers' base used for every layer."""
+    drafter = int8w(target32, keep)
+    lean = drafter.lm
+    assert isinstance(lean, LeanInt8LM)
+    ref = CachedLM(lean.model, vocab_size=lean.vocab_size)
+    lean.reset()
+    ref.reset()
+    prompt = random_prompt(7, 11)
+    steps = [(prompt, 3), *[([t], 1) for t in random_prompt(8, 6)]]
+    for ids, n in steps:
+        a, b = lean.extend(ids, n), ref.extend(ids, n)
+        assert a.shape == b.shape and torch.allclose(a, b, atol=1e-4, rtol=1e-4)
+    lean.rollback(9)
+    ref.rollback(9)
+    more = random_prompt(9, 5)
+    a, b = lean.extend(more, 5), ref.extend(more, 5)
+    assert torch.allclose(a, b, atol=1e-4, rtol=1e-4) and len(lean) == len(ref) == 14
+    assert lean.tokens == ref.tokens
 
 
 def test_the_draft_holds_its_weights_as_int8_and_shares_embeddings_and_norms(target32):

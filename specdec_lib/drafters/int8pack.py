@@ -20,12 +20,20 @@ no second float copy of anything.
 
 CPU only, float32 / bfloat16 / float16 targets (the kernel's). Its layers are not `nn.Linear`, so
 `core.fastpath`'s view leaves them alone. Knows nothing about the verifier.
+
+A Gemma 3 text copy with its KV cache on drafts through `LeanInt8LM`: the same weights (query,
+key and value rows fused into one int8 product per layer, gate and up into another, the modules'
+buffers becoming views of them) run by a forward written out here instead of Hugging Face's
+modules, whose small per-operation costs are a large share of a one-row int8 step. It is a draft:
+its logits need not equal the module path's to the last bit (the verifier keeps the output the
+target's); `tests/test_int8pack.py` checks they agree. Any other model runs through `CachedLM`.
 """
 
 from __future__ import annotations
 
 import torch
 
+from specdec_lib.core.cache import CachedLM, check_finite
 from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.drafters.perturbed import decoder_linears
 from specdec_lib.drafters.quantized import _tree
@@ -126,6 +134,197 @@ def int8_bytes(model: torch.nn.Module) -> int:
     )
 
 
+def _mm(x: torch.Tensor, w: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """x [n, K] (any float dtype) @ the int8 weight w = (q [N, K], scales [N]) -> [n, N] in x's
+    dtype, the kernel reading x in `KERNEL_DTYPE`."""
+    return torch._weight_int8pack_mm(x.to(KERNEL_DTYPE), w[0], w[1]).to(x.dtype)
+
+
+def _fused(*linears: Int8Linear) -> tuple[torch.Tensor, torch.Tensor]:
+    """One (q, scales) over the linears' rows stacked; each linear's buffers become views of it
+    (no second copy of the weights)."""
+    q = torch.cat([m.qweight for m in linears])
+    sc = torch.cat([m.scales for m in linears])
+    row = 0
+    for m in linears:
+        m.qweight, m.scales = q[row : row + m.out_features], sc[row : row + m.out_features]
+        row += m.out_features
+    return q, sc
+
+
+def lean_supported(model: torch.nn.Module) -> bool:
+    """Whether `LeanInt8LM` runs this int8w copy: a Gemma 3 text model (`Gemma3ForCausalLM`)
+    with default rotary embeddings, no logit soft-capping and Int8Linear projections."""
+    cfg = getattr(model, "config", None)
+    if getattr(cfg, "model_type", None) != "gemma3_text" or not hasattr(model, "model"):
+        return False
+    if cfg.attn_logit_softcapping is not None or cfg.final_logit_softcapping is not None:
+        return False
+    ropes = getattr(cfg, "rope_parameters", None) or {}
+    if any(ropes.get(kind, {}).get("rope_type", "default") != "default" for kind in ropes):
+        return False
+    if any(kind not in ropes for kind in cfg.layer_types):
+        return False
+    lay = model.model.layers[0]
+    return isinstance(lay.self_attn.q_proj, Int8Linear) and isinstance(model.lm_head, Int8Linear)
+
+
+class LeanInt8LM(CachedLM):
+    """A Gemma 3 int8w copy run without Hugging Face's modules, on its own KV cache (keys and
+    values [layers, positions, kv heads, head size], grown by doubling), as `CachedLM` (the same
+    `extend`, `sync_to`, `rollback`, `keep`). The model itself stays as it was (its linears'
+    buffers now views of the fused ones), for what reads it directly."""
+
+    def __init__(self, model: torch.nn.Module, *, vocab_size: int | None = None):
+        super().__init__(model, use_cache=True, vocab_size=vocab_size, fast=False)
+        cfg = model.config
+        self.heads, self.kv_heads, self.head_dim = (
+            cfg.num_attention_heads,
+            cfg.num_key_value_heads,
+            cfg.head_dim,
+        )
+        self.eps, self.scaling = cfg.rms_norm_eps, cfg.query_pre_attn_scalar**-0.5
+        self.window = cfg.sliding_window
+        body = model.model
+        self.embed = body.embed_tokens
+        self.final_norm = 1 + body.norm.weight.float()
+        self.head_w = (model.lm_head.qweight, model.lm_head.scales)
+        self.layers = [self._layer(lay, cfg, i) for i, lay in enumerate(body.layers)]
+        self.keys: torch.Tensor | None = None  # [L, T, kv heads, D]
+        self.values: torch.Tensor | None = None
+
+    def _layer(self, lay: torch.nn.Module, cfg, i: int) -> dict[str, object]:
+        a, f = lay.self_attn, lay.mlp
+        kind = cfg.layer_types[i]
+        d = self.head_dim
+        theta = cfg.rope_parameters[kind]["rope_theta"]
+        return {
+            "qkv": _fused(a.q_proj, a.k_proj, a.v_proj),
+            "gate_up": _fused(f.gate_proj, f.up_proj),
+            "o": (a.o_proj.qweight, a.o_proj.scales),
+            "down": (f.down_proj.qweight, f.down_proj.scales),
+            "norms": [
+                1 + m.weight.float()
+                for m in (
+                    lay.input_layernorm,
+                    lay.post_attention_layernorm,
+                    lay.pre_feedforward_layernorm,
+                    lay.post_feedforward_layernorm,
+                    a.q_norm,
+                    a.k_norm,
+                )
+            ],
+            "inv_freq": 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float32) / d),  # [D/2]
+            "sliding": kind == "sliding_attention",
+        }
+
+    def reset(self) -> None:
+        """Forget the sequence (the buffers stay allocated)."""
+        self.tokens = []
+
+    def cache_tensors(self) -> list[torch.Tensor]:
+        """The key and value buffers as allocated (none before the first call)."""
+        return [t for t in (self.keys, self.values) if t is not None]
+
+    def _room(self, need: int) -> None:
+        """Buffers of at least `need` positions, the cached ones kept."""
+        have = 0 if self.keys is None else self.keys.shape[1]
+        if need <= have:
+            return
+        size = max(need, 2 * have, 64)
+        shape = (len(self.layers), size, self.kv_heads, self.head_dim)
+        keys, values = torch.zeros(shape, dtype=self.dtype), torch.zeros(shape, dtype=self.dtype)
+        if self.keys is not None and self.values is not None:
+            keys[:, :have], values[:, :have] = self.keys, self.values
+        self.keys, self.values = keys, values
+
+    def _rms(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        """Gemma's RMS norm (in float32, weight 1 + w) back in x's dtype."""
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps) * w).to(x.dtype)
+
+    def _masks(self, start: int, n: int) -> dict[bool, torch.Tensor | None]:
+        """Additive masks [n, start + n] (None where every key is visible) for full (False) and
+        sliding-window (True) layers: a query at p sees keys j <= p, sliding ones p - j < window."""
+        end = start + n
+        q = torch.arange(start, end)[:, None]  # [n, 1]
+        j = torch.arange(end)[None, :]  # [1, end]
+        out: dict[bool, torch.Tensor | None] = {}
+        for sliding in (False, True):
+            seen = j <= q
+            if sliding:
+                seen = seen & (q - j < self.window)
+            out[sliding] = None if bool(seen.all()) else torch.where(seen, 0.0, float("-inf"))
+        return out
+
+    def _rope(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """Rotary embedding of x [n, heads, D] (Hugging Face's rotate-half layout)."""
+        half = self.head_dim // 2
+        return x * cos + torch.cat((-x[..., half:], x[..., :half]), -1) * sin
+
+    def _attend(self, h: torch.Tensor, p: dict, i: int, start: int, masks) -> torch.Tensor:
+        """One layer's attention block on h [n, hidden], caching its keys and values."""
+        n, d, heads, kvh = h.shape[0], self.head_dim, self.heads, self.kv_heads
+        x = self._rms(h, p["norms"][0])
+        qkv = _mm(x, p["qkv"])  # [n, (heads + 2 kv heads) * D]
+        q = qkv[:, : heads * d].view(n, heads, d)
+        k = qkv[:, heads * d : (heads + kvh) * d].view(n, kvh, d)
+        v = qkv[:, (heads + kvh) * d :].view(n, kvh, d)
+        freqs = torch.arange(start, start + n, dtype=torch.float32)[:, None] * p["inv_freq"]
+        angles = torch.cat((freqs, freqs), -1)[:, None]  # [n, 1, D]
+        cos, sin = angles.cos().to(h.dtype), angles.sin().to(h.dtype)
+        q = self._rope(self._rms(q, p["norms"][4]), cos, sin)
+        k = self._rope(self._rms(k, p["norms"][5]), cos, sin)
+        end = start + n
+        self.keys[i, start:end], self.values[i, start:end] = k, v
+        keys = self.keys[i, :end].permute(1, 2, 0)  # [kv heads, D, end]
+        values = self.values[i, :end].transpose(0, 1)  # [kv heads, end, D]
+        q = q.transpose(0, 1).reshape(kvh, heads // kvh * n, d)  # [kv heads, group * n, D]
+        scores = (q @ keys).float().view(heads, n, end) * self.scaling  # [heads, n, end]
+        if (mask := masks[p["sliding"]]) is not None:
+            scores = scores + mask
+        probs = scores.softmax(-1).to(h.dtype).view(kvh, heads // kvh * n, end)
+        out = (probs @ values).view(heads, n, d).transpose(0, 1).reshape(n, heads * d)
+        return self._rms(_mm(out, p["o"]), p["norms"][1])
+
+    def _feed_forward(self, h: torch.Tensor, p: dict) -> torch.Tensor:
+        """One layer's MLP block: down(gelu_tanh(gate x) * up x), normed before and after."""
+        gate_up = _mm(self._rms(h, p["norms"][2]), p["gate_up"])  # [n, 2 * I]
+        gate, up = gate_up.chunk(2, dim=-1)
+        act = torch.nn.functional.gelu(gate, approximate="tanh") * up
+        return self._rms(_mm(act, p["down"]), p["norms"][3])
+
+    @torch.inference_mode()
+    def extend(self, ids: list[int], logits_to_keep: int = 1) -> torch.Tensor:
+        """Append ids; return the logits of the last `logits_to_keep` positions: [n, V]."""
+        if not ids:
+            raise ValueError("extend needs at least one token")
+        start, n = len(self.tokens), len(ids)
+        self._room(start + n)
+        self.tokens.extend(ids)
+        h = self.embed(torch.tensor(ids, dtype=torch.long, device=self.device))  # [n, hidden]
+        masks = self._masks(start, n)
+        for i, p in enumerate(self.layers):
+            h = h + self._attend(h, p, i, start, masks)
+            h = h + self._feed_forward(h, p)
+        logits = _mm(self._rms(h[-logits_to_keep:], self.final_norm), self.head_w)
+        self.calls += 1
+        if self.vocab_size is not None:
+            logits = logits[:, : self.vocab_size]
+        check_finite(logits, self.dtype)
+        return logits
+
+    def keep(self, start: int, rows: list[int]) -> None:
+        """Keep the first `start` cached tokens and then the given later rows (offsets from
+        start, in order), moved next to them; drop the rest."""
+        moved = [start + r for r in rows]
+        if self.keys is not None and moved and moved != list(range(start, start + len(rows))):
+            idx = torch.tensor(moved, dtype=torch.long)
+            for buf in (self.keys, self.values):
+                buf[:, start : start + len(moved)] = buf.index_select(1, idx)
+        self.tokens[start:] = [self.tokens[i] for i in moved]
+
+
 class Int8WeightDrafter(ModelDrafter):
     """A weight-only int8 copy of the target, on its own cache, with a pruned or full int8 head."""
 
@@ -145,6 +344,8 @@ class Int8WeightDrafter(ModelDrafter):
         else:
             super().__init__(draft, token_map=keep_ids, full_vocab=vocab_size, use_cache=use_cache)
         self.keep = None if keep_ids is None else int(keep_ids.numel())
+        if use_cache and lean_supported(draft):
+            self.lm = LeanInt8LM(draft, vocab_size=self.lm.vocab_size)
 
 
 def build(args: tuple[int], ctx: DraftContext) -> Int8WeightDrafter:

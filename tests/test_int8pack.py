@@ -79,7 +79,8 @@ def test_a_pruned_heads_q_is_a_distribution_over_the_full_vocabulary_zero_outsid
 def test_the_lean_forward_gives_the_module_paths_logits_past_the_sliding_window(target32, keep):
     """The Gemma int8w copy drafts through LeanInt8LM; its logits equal (float32 rounding) those
     of the same int8 copy run by Hugging Face's modules, over a prompt longer than the tiny
-    model's sliding window (4), one-token steps, a rollback and a multi-token extend after it.
+    model's sliding window (4), one-token steps, a rollback, a multi-token extend after it and
+    a kept path of moved rows.
     Planted bugs seen failing: the sliding window left out (every key visible); the rotary
     angle of the local layers' base used for every layer."""
     drafter = int8w(target32, keep)
@@ -98,7 +99,11 @@ def test_the_lean_forward_gives_the_module_paths_logits_past_the_sliding_window(
     more = random_prompt(9, 5)
     a, b = lean.extend(more, 5), ref.extend(more, 5)
     assert torch.allclose(a, b, atol=1e-4, rtol=1e-4) and len(lean) == len(ref) == 14
-    assert lean.tokens == ref.tokens
+    lean.keep(9, [0, 2, 4])  # a tree call's accepted path: rows moved next to the prefix
+    ref.keep(9, [0, 2, 4])
+    assert lean.tokens == ref.tokens and len(lean) == 12
+    a, b = lean.extend([5], 1), ref.extend([5], 1)
+    assert torch.allclose(a, b, atol=1e-4, rtol=1e-4)
 
 
 def test_the_draft_holds_its_weights_as_int8_and_shares_embeddings_and_norms(target32):

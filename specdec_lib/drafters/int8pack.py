@@ -320,8 +320,9 @@ class LeanInt8LM(CachedLM):
         moved = [start + r for r in rows]
         if self.keys is not None and moved and moved != list(range(start, start + len(rows))):
             idx = torch.tensor(moved, dtype=torch.long)
-            for buf in (self.keys, self.values):
-                buf[:, start : start + len(moved)] = buf.index_select(1, idx)
+            with torch.inference_mode():  # the buffers are inference tensors (made in extend)
+                for buf in (self.keys, self.values):
+                    buf[:, start : start + len(moved)] = buf.index_select(1, idx)
         self.tokens[start:] = [self.tokens[i] for i in moved]
 
 

@@ -64,11 +64,10 @@ BEST_SHORT = Config("best_short", PRESETS["best_short"].spec, PRESETS["best_shor
 # calls such an arm best); `generate --draft tree+shared:16:4 --k 8` runs it.
 TREE_LONG = Config("tree", "tree+shared:16:4", 8)
 # The loop-free groups' computed draft (issue 23): a weight-only int8 copy of the target on int8
-# kernels with its head pruned to the 32,768 most frequent ids (`drafters.int8pack`). Measured on
-# the embedded target in float32 (2 threads): c = 0.27 of a target step, greedy agreement 0.93
-# (0.84 under the repetition penalty, processed); with K = 5 rows verified at 1.29 steps the
-# model predicts 1.81x and 1.52x at K = 4, the best K for both. No preset: it runs on the CPU
-# only; `generate --draft int8w:32768 --k 4` runs it.
+# kernels with its head pruned to the 32,768 most frequent ids (`drafters.int8pack`, drafting
+# through its lean Gemma forward). Its cost, acceptance and speedup on the machine at hand are in
+# the bench's output (results/embedded/bench-loopfree.txt). No preset: it runs on the CPU only;
+# `generate --draft int8w:32768 --k 4` runs it.
 INT8W_LOOPFREE = Config("int8w", "int8w:32768", 4)
 BASELINE_CONFIG = Config(BASELINE, "none", 1)
 

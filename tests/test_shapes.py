@@ -54,12 +54,16 @@ def copy_of(tmp_path: Path, name: str) -> Path:
     return d
 
 
+def edit_json(f: Path, edit) -> None:
+    """Rewrite the JSON file f as edit(its data) left it."""
+    data = json.loads(f.read_text())
+    edit(data)
+    f.write_text(json.dumps(data))
+
+
 def rewrite(d: Path, edit) -> None:
     """Edit summary.json (per_prompt.csv and its record stay as they are)."""
-    f = d / "summary.json"
-    s = json.loads(f.read_text())
-    edit(s)
-    f.write_text(json.dumps(s))
+    edit_json(d / "summary.json", edit)
 
 
 def test_a_summary_missing_a_declared_key_is_refused_in_one_line(tmp_path):
@@ -166,10 +170,7 @@ def test_the_configs_the_runner_builds_are_of_their_declared_shapes_and_declare_
 
 def rewrite_config(d: Path, edit) -> None:
     """Edit config.json (its config_hash stays: the shape is checked, not the hash)."""
-    f = d / "config.json"
-    c = json.loads(f.read_text())
-    edit(c)
-    f.write_text(json.dumps(c))
+    edit_json(d / "config.json", edit)
 
 
 def test_a_config_missing_a_declared_key_is_refused_on_read_in_one_line(tmp_path):

@@ -204,8 +204,12 @@ class CachedLM:
     def call_logits(self, out, n: int) -> torch.Tensor:
         """Count a call of the runner and return the logits of its last n rows: [n, V], cut to
         `vocab_size` and checked finite."""
+        return self.counted(out.logits[0, -n:])
+
+    def counted(self, logits: torch.Tensor) -> torch.Tensor:
+        """Count a call whose logits [n, V] are these and return them cut to `vocab_size` and
+        checked finite."""
         self.calls += 1
-        logits = out.logits[0, -n:]  # [n, V]
         if self.vocab_size is not None:
             logits = logits[:, : self.vocab_size]
         check_finite(logits, self.dtype)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import torch
 
-from specdec_lib.core.cache import CachedLM, check_finite
+from specdec_lib.core.cache import CachedLM
 from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.drafters.perturbed import decoder_linears
 from specdec_lib.drafters.quantized import _tree
@@ -307,12 +307,7 @@ class LeanInt8LM(CachedLM):
         for i, p in enumerate(self.layers):
             h = h + self._attend(h, p, i, start, masks)
             h = h + self._feed_forward(h, p)
-        logits = _mm(self._rms(h[-logits_to_keep:], self.final_norm), self.head_w)
-        self.calls += 1
-        if self.vocab_size is not None:
-            logits = logits[:, : self.vocab_size]
-        check_finite(logits, self.dtype)
-        return logits
+        return self.counted(_mm(self._rms(h[-logits_to_keep:], self.final_norm), self.head_w))
 
     def keep(self, start: int, rows: list[int]) -> None:
         """Keep the first `start` cached tokens and then the given later rows (offsets from

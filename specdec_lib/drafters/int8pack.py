@@ -190,14 +190,17 @@ class LeanInt8LM(CachedLM):
         self.final_norm = 1 + body.norm.weight.float()
         self.head_w = (model.lm_head.qweight, model.lm_head.scales)
         self.layers = [self._layer(lay, cfg, i) for i, lay in enumerate(body.layers)]
+        d = self.head_dim
+        self.inv_freq = {  # attention kind (sliding?) -> its rotary frequencies [D/2]
+            kind == "sliding_attention": 1.0
+            / cfg.rope_parameters[kind]["rope_theta"] ** (torch.arange(0, d, 2).float() / d)
+            for kind in set(cfg.layer_types)
+        }
         self.keys: torch.Tensor | None = None  # [L, T, kv heads, D]
         self.values: torch.Tensor | None = None
 
     def _layer(self, lay: torch.nn.Module, cfg, i: int) -> dict[str, object]:
         a, f = lay.self_attn, lay.mlp
-        kind = cfg.layer_types[i]
-        d = self.head_dim
-        theta = cfg.rope_parameters[kind]["rope_theta"]
         return {
             "qkv": _fused(a.q_proj, a.k_proj, a.v_proj),
             "gate_up": _fused(f.gate_proj, f.up_proj),
@@ -214,8 +217,7 @@ class LeanInt8LM(CachedLM):
                     a.k_norm,
                 )
             ],
-            "inv_freq": 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float32) / d),  # [D/2]
-            "sliding": kind == "sliding_attention",
+            "sliding": cfg.layer_types[i] == "sliding_attention",
         }
 
     def reset(self) -> None:
@@ -243,18 +245,26 @@ class LeanInt8LM(CachedLM):
         xf = x.float()
         return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps) * w).to(x.dtype)
 
-    def _masks(self, start: int, n: int) -> dict[bool, torch.Tensor | None]:
-        """Additive masks [n, start + n] (None where every key is visible) for full (False) and
-        sliding-window (True) layers: a query at p sees keys j <= p, sliding ones p - j < window."""
+    def _mask(self, start: int, n: int, sliding: bool) -> torch.Tensor | None:
+        """Additive mask [n, start + n] of a call's positions start.. (None where every key is
+        visible): a query at p sees keys j <= p, in a sliding-window layer p - j < window too."""
         end = start + n
+        if n == 1 and (not sliding or end <= self.window):
+            return None  # a one-token step sees every cached key
         q = torch.arange(start, end)[:, None]  # [n, 1]
         j = torch.arange(end)[None, :]  # [1, end]
-        out: dict[bool, torch.Tensor | None] = {}
-        for sliding in (False, True):
-            seen = j <= q
-            if sliding:
-                seen = seen & (q - j < self.window)
-            out[sliding] = None if bool(seen.all()) else torch.where(seen, 0.0, float("-inf"))
+        seen = (j <= q) & (q - j < self.window) if sliding else j <= q
+        return None if bool(seen.all()) else torch.where(seen, 0.0, float("-inf"))
+
+    def _per_kind(self, start: int, n: int, dtype: torch.dtype) -> dict[bool, tuple]:
+        """Once per call, for each attention kind (sliding?): (mask, cos [n, 1, D], sin) of
+        positions start..start + n - 1, which every layer of that kind shares."""
+        out = {}
+        for sliding, inv_freq in self.inv_freq.items():
+            freqs = torch.arange(start, start + n, dtype=torch.float32)[:, None] * inv_freq
+            angles = torch.cat((freqs, freqs), -1)[:, None]  # [n, 1, D]
+            mask = self._mask(start, n, sliding)
+            out[sliding] = (mask, angles.cos().to(dtype), angles.sin().to(dtype))
         return out
 
     def _rope(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -262,7 +272,7 @@ class LeanInt8LM(CachedLM):
         half = self.head_dim // 2
         return x * cos + torch.cat((-x[..., half:], x[..., :half]), -1) * sin
 
-    def _attend(self, h: torch.Tensor, p: dict, i: int, start: int, masks) -> torch.Tensor:
+    def _attend(self, h: torch.Tensor, p: dict, i: int, start: int, kinds) -> torch.Tensor:
         """One layer's attention block on h [n, hidden], caching its keys and values."""
         n, d, heads, kvh = h.shape[0], self.head_dim, self.heads, self.kv_heads
         x = self._rms(h, p["norms"][0])
@@ -270,9 +280,7 @@ class LeanInt8LM(CachedLM):
         q = qkv[:, : heads * d].view(n, heads, d)
         k = qkv[:, heads * d : (heads + kvh) * d].view(n, kvh, d)
         v = qkv[:, (heads + kvh) * d :].view(n, kvh, d)
-        freqs = torch.arange(start, start + n, dtype=torch.float32)[:, None] * p["inv_freq"]
-        angles = torch.cat((freqs, freqs), -1)[:, None]  # [n, 1, D]
-        cos, sin = angles.cos().to(h.dtype), angles.sin().to(h.dtype)
+        mask, cos, sin = kinds[p["sliding"]]
         q = self._rope(self._rms(q, p["norms"][4]), cos, sin)
         k = self._rope(self._rms(k, p["norms"][5]), cos, sin)
         end = start + n
@@ -281,7 +289,7 @@ class LeanInt8LM(CachedLM):
         values = self.values[i, :end].transpose(0, 1)  # [kv heads, end, D]
         q = q.transpose(0, 1).reshape(kvh, heads // kvh * n, d)  # [kv heads, group * n, D]
         scores = (q @ keys).float().view(heads, n, end) * self.scaling  # [heads, n, end]
-        if (mask := masks[p["sliding"]]) is not None:
+        if mask is not None:
             scores = scores + mask
         probs = scores.softmax(-1).to(h.dtype).view(kvh, heads // kvh * n, end)
         out = (probs @ values).view(heads, n, d).transpose(0, 1).reshape(n, heads * d)
@@ -303,9 +311,9 @@ class LeanInt8LM(CachedLM):
         self._room(start + n)
         self.tokens.extend(ids)
         h = self.embed(torch.tensor(ids, dtype=torch.long, device=self.device))  # [n, hidden]
-        masks = self._masks(start, n)
+        kinds = self._per_kind(start, n, h.dtype)
         for i, p in enumerate(self.layers):
-            h = h + self._attend(h, p, i, start, masks)
+            h = h + self._attend(h, p, i, start, kinds)
             h = h + self._feed_forward(h, p)
         return self.counted(_mm(self._rms(h[-logits_to_keep:], self.final_norm), self.head_w))
 

@@ -66,15 +66,20 @@ def rewrite(d: Path, edit) -> None:
     edit_json(d / "summary.json", edit)
 
 
+def assert_refused_in_one_line(d: Path, problem: str) -> None:
+    """A study result whose problem is `problem`: load_result refuses it in one line naming
+    it; outside the study the shape is not asked for."""
+    assert result_problem(d, study=True) == problem
+    with pytest.raises(SpecdecError) as e:
+        load_result(d, study=True)
+    assert "\n" not in str(e.value) and problem in str(e.value)
+    assert result_problem(d) is None
+
+
 def test_a_summary_missing_a_declared_key_is_refused_in_one_line(tmp_path):
     d = copy_of(tmp_path, "bigram")
     rewrite(d, lambda s: s["headline"].pop("arm"))
-    problem = result_problem(d, study=True)
-    assert problem == "summary.json['headline'] has no 'arm'"
-    with pytest.raises(SpecdecError) as e:
-        load_result(d, study=True)
-    assert "\n" not in str(e.value) and "has no 'arm'" in str(e.value)
-    assert result_problem(d) is None  # outside the study the shape is not asked for
+    assert_refused_in_one_line(d, "summary.json['headline'] has no 'arm'")
 
 
 def test_a_summary_value_of_another_type_is_refused_naming_where(tmp_path):
@@ -179,11 +184,7 @@ def test_a_config_missing_a_declared_key_is_refused_on_read_in_one_line(tmp_path
     assert result_problem(d, study=True) == "config.json['adaptive'] has no 'k_max'"
     d = copy_of(tmp_path, "bigram")
     rewrite_config(d, lambda c: c.pop("warmup"))
-    assert result_problem(d, study=True) == "config.json has no 'warmup'"
-    with pytest.raises(SpecdecError) as e:
-        load_result(d, study=True)
-    assert "\n" not in str(e.value) and "config.json has no 'warmup'" in str(e.value)
-    assert result_problem(d) is None  # outside the study the shape is not asked for
+    assert_refused_in_one_line(d, "config.json has no 'warmup'")
 
 
 def test_a_config_value_of_another_type_is_refused_on_read_naming_where(tmp_path):

@@ -57,17 +57,44 @@ def generated_from() -> str:
 
 # the recorded commit, in a cell's source or in the notebook's JSON (quotes escaped)
 COMMIT_RE = re.compile(r'SPECDEC_COMMIT = \\?"([\w./-]+)\\?"')
+# what a Colab run executes from its clone: a change here after the recorded commit needs the
+# notebooks regenerated (and committed) so that the clone runs it
+WATCHED = ("specdec_lib", "profiles", "requirements-colab.txt")
 
 
-def colab_setup(commit: str) -> str:
-    """The first cell: in Colab, clone the repository at `commit` (or update a clone to it),
-    then check HF_TOKEN and install what a run needs."""
+def changed_since(commit: str, root: Path = HERE.parent) -> list[str]:
+    """The files of `WATCHED` that differ between `commit` and HEAD (`git diff --name-only`);
+    LookupError saying why when that cannot be told (no git, or the commit is not in this
+    history, e.g. a shallow clone)."""
+    import subprocess
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        try:
+            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+        except OSError as e:
+            raise LookupError(f"git cannot run ({type(e).__name__})") from None
+
+    if git("rev-parse", "--git-dir").returncode:
+        raise LookupError(f"{root} is not a git checkout")
+    if git("cat-file", "-e", f"{commit}^{{commit}}").returncode:
+        raise LookupError(f"commit {commit} is not in this history (a shallow clone?)")
+    done = git("diff", "--name-only", commit, "HEAD", "--", *WATCHED)
+    if done.returncode:
+        raise LookupError(f"git diff failed: {done.stderr.strip()[:200]}")
+    return done.stdout.split()
+
+
+def colab_setup(commit: str, quick: bool = False) -> str:
+    """The setup cell (after the parameters, which it reads): in Colab, clone the repository at
+    `commit` (or update a clone to it), then `colab.prepare`: everything that can stop a run is
+    checked before any download, Drive is mounted, and only what Colab lacks is installed."""
     return f"""\
 # Colab only (elsewhere this cell does nothing): clone the repository at the commit these
-# notebooks were generated from (or update an existing clone to it), copy HF_TOKEN and
-# WANDB_API_KEY from Colab's secrets into the environment (never printed), check that the hub
-# token is there for the gated Gemma weights, then install what a run needs, keeping Colab's own
-# torch (specdec_lib/environment/colab.py). It says when the runtime must be restarted.
+# notebooks were generated from (or update an existing clone to it), then, before any download:
+# copy HF_TOKEN and WANDB_API_KEY from Colab's secrets (never printed), stop if "auto" finds no
+# GPU, check the token's access to every gated model the profile loads, mount Drive for the
+# results, and install only what Colab lacks, keeping its torch, numpy and pandas
+# (specdec_lib/environment/colab.py). It stops "Run all" when the runtime must be restarted.
 import os
 import subprocess
 import sys
@@ -96,15 +123,12 @@ if "google.colab" in sys.modules:
     sys.path.insert(0, home)
     from specdec_lib.environment import colab
 
-    colab.read_secrets()
-    target = colab.target_of(colab.auto_profile())
-    colab.require_token(target)
-    colab.install(target)
+    colab.prepare(profile, results_dir, quick={quick})
 """
 
 
 PARAMETERS = """\
-profile: str = "auto"  # auto: colab-t4 on a Colab GPU, else embedded; or smoke | smoke-pair
+profile: str = "auto"  # auto: colab-t4 on a Colab GPU, embedded off Colab; or a name
 results_dir: str = "auto"  # <results_dir>/<profile>/<experiment>/; auto: Drive in Colab
 force: bool = False  # recompute even if results for this config exist (env FORCE 1 does too)
 n_prompts: int = 0  # 0: the profile's prompt count
@@ -147,8 +171,8 @@ study.print_estimate(study_run, EXPERIMENT_NAMES)
 
 # the quick notebook's own profile: "auto" is colab-t4-quick on a Colab GPU, else smoke-pair
 QUICK_PARAMETERS = PARAMETERS.replace(
-    "# auto: colab-t4 on a Colab GPU, else embedded; or smoke | smoke-pair",
-    f"# auto: {catalog.QUICK_PROFILE} on a Colab GPU, else smoke-pair (tiny models)",
+    "# auto: colab-t4 on a Colab GPU, embedded off Colab; or a name",
+    f"# auto: {catalog.QUICK_PROFILE} on a Colab GPU, smoke-pair off Colab; or a name",
 )
 
 BUNDLE = """\
@@ -183,21 +207,23 @@ def build(notebook: catalog.Notebook, commit: str = "") -> nbformat.NotebookNode
             f"{badge(name)}\n\n# {number}. {title}\n\n{text}\n\n"
             "Run it as is (profile `auto`: "
             + (
-                f"`smoke-pair` on a CPU, `{catalog.QUICK_PROFILE}` on a Colab GPU"
+                f"`{catalog.QUICK_PROFILE}` on a Colab GPU runtime, `smoke-pair` outside Colab"
                 if quick
-                else "`embedded` on a CPU, `colab-t4` on a Colab GPU"
+                else "`colab-t4` on a Colab GPU runtime, `embedded` outside Colab"
             )
-            + " runtime; in Colab results go to a Drive folder), or with papermill "
+            + "; a Colab runtime without a GPU stops and says how to get a T4, unless `profile` "
+            "names one; in Colab results go to a Drive folder, or the last cell offers them for "
+            "download), or with papermill "
             f"(`papermill notebooks/{name}.ipynb out.ipynb -p profile smoke`). In Colab set "
             "`HF_TOKEN` (and optionally `WANDB_API_KEY`) in Colab's secrets for the gated Gemma "
             "weights. Results already computed for the same config are reused "
             "unless `force` is set; every file is described in `results/SCHEMA.md`."
         ),
-        new_code_cell(colab_setup(commit or generated_from()).rstrip("\n")),
         new_code_cell(
             (QUICK_PARAMETERS if quick else PARAMETERS).rstrip("\n"),
             metadata={"tags": ["parameters"]},
         ),
+        new_code_cell(colab_setup(commit or generated_from(), quick).rstrip("\n")),
         new_code_cell(
             DERIVE.replace("quick=QUICK", f"quick={quick}")
             .replace("EXPERIMENT_NAMES", names_literal(notebook))

@@ -103,20 +103,21 @@ def setup(
     overrides, dtype), whose experiments draw their declared figures into their result
     directories (`reporting.figures.declared.draw`). `results_dir="auto"` is a Drive folder in
     Colab, else "results" (`colab.results_home`); `quick`: the quick notebook, whose "auto"
-    profile is `colab.quick_profile()`."""
-    if quick and profile == "auto":
-        profile = colab.quick_profile()
+    profile is `colab.quick_profile()` (in Colab, "auto" without a GPU stops in one line)."""
+    profile = colab.resolve(profile, quick=quick)
     home = colab.results_home(results_dir)
     return setup_context(profile, draw=declared.draw, results_dir=home, **kwargs)
 
 
 def write_bundle(study_run: Study) -> Path:
     """Zip the profile's finished results beside them (`<results_dir>/<profile>-bundle.zip`) for
-    `python -m specdec_lib import-bundle` (`results.bundle`); says where in one line."""
+    `python -m specdec_lib import-bundle` (`results.bundle`); says where in one line. In Colab,
+    a bundle that is not on Drive is offered for download (`colab.offer_download`)."""
     out = bundle.write_bundle(
         study_run.store.dir(""), study_run.results_dir / f"{study_run.name}-bundle.zip"
     )
     print(f"results bundle: {out} (download it; then python -m specdec_lib import-bundle FILE)")
+    colab.offer_download(out)
     return out
 
 

@@ -383,12 +383,14 @@ def standin_colab(tmp: Path) -> dict[str, str]:
 
 
 def papermill(tmp: Path, env: dict[str, str], run: str, **extra: str) -> subprocess.Popen:
-    """00_quick run as is (profile and results_dir auto) by papermill in its own session."""
+    """00_quick run by papermill in its own session, results_dir auto and the profile named
+    (smoke-pair: "auto" on a Colab runtime without a GPU stops)."""
     (tmp / "content").mkdir(exist_ok=True)
     with open(tmp / f"{run}.log", "w") as log:
         return subprocess.Popen(
             [sys.executable, "-m", "papermill", str(ROOT / "notebooks" / "00_quick.ipynb"),
              str(tmp / f"{run}.ipynb"), "-k", "python3", "--cwd", str(tmp / "content"),
+             "-p", "profile", "smoke-pair",
              "--no-progress-bar"],
             env={**env, "STANDIN_VIEWS": f"{run}.views", **extra},
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
@@ -427,11 +429,11 @@ def waited(proc: subprocess.Popen, timeout: float = 600) -> int:
 def test_the_quick_notebook_killed_in_colab_resumes_and_its_bundle_reaches_the_book(
     tmp_path, quiet
 ):
-    """Done when (issue 24): the quick notebook, executed as is under a stand-in Colab with
-    Drive, killed half-way through its agreement pass, run again in a fresh runtime (the clone
-    gone, Drive kept) that resumes without recomputing the finished (document, context) pairs
-    and publishes the rows an uninterrupted run gives; its last cell's bundle on Drive is
-    imported with `python -m specdec_lib import-bundle` and the built book shows its numbers."""
+    """Done when (issue 24): the quick notebook, executed under a stand-in Colab with Drive (no
+    GPU, so the smoke pair is named), killed half-way through its agreement pass, run again in a
+    fresh runtime (the clone gone, Drive kept) that resumes without recomputing the finished
+    (document, context) pairs and publishes the rows an uninterrupted run gives; its last cell's
+    bundle on Drive is imported with `python -m specdec_lib import-bundle` and the built book shows its numbers."""
     pytest.importorskip("papermill")
     env = standin_colab(tmp_path)
     results = tmp_path / "content" / "drive" / "MyDrive" / "specdec-results" / "smoke-pair"

@@ -367,7 +367,8 @@ def test_notebooks_match_their_generator():
         for line in "".join(params[0]["source"]).splitlines():
             assert ": " in line.split("=")[0] and line.split("#")[0].count("=") == 1, line
         assert "colab-badge.svg" in "".join(nb["cells"][0]["source"])
-        assert "google.colab" in "".join(code[0]["source"])
+        # the parameters first: the Colab setup cell after them reads `profile` and `results_dir`
+        assert code[0] is params[0] and "google.colab" in "".join(code[1]["source"])
 
 
 def test_every_declaration_runs_through_the_study_api():

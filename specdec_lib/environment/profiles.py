@@ -276,7 +276,8 @@ def load_profile(name: str) -> dict[str, Any]:
 
 
 def resolve_profile(name: str) -> str:
-    """ "auto" -> colab-t4 on a Colab GPU runtime, else embedded; any other name as given."""
+    """ "auto" -> colab-t4 on a Colab GPU runtime, embedded outside Colab (a Colab runtime
+    without a GPU stops in one line: `colab.auto_profile`); any other name as given."""
     return colab.auto_profile() if name == "auto" else name
 
 

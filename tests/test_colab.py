@@ -608,8 +608,7 @@ def resolve(args: list[str], freeze: dict[str, str], pinned: set[str], requires)
         if have not in (None, "url") and req.specifier.contains(Version(have), prereleases=True):
             continue
         assert name not in pinned, f"conflict: {req} needs a held package ({name} {have})"
-        new = next(iter(req.specifier)).version if req.specifier else "latest"
-        if str(req.specifier).startswith("=="):
+        if re.fullmatch(r"==[^,]+", str(req.specifier)):
             new = str(req.specifier)[2:]
         else:  # the version the tests ran with, if it fits
             new = importlib.metadata.version(name)
@@ -630,19 +629,26 @@ def venv_requires(name: str, version: str) -> list[str]:
     return importlib.metadata.requires(name) or []
 
 
+def moved_by(args: list[str], freeze: dict[str, str], pinned: set[str], requires) -> set[str]:
+    """What an install of `args` over `freeze` moves that it must not: a package Colab holds or
+    imports at start-up, or any installed package the lock does not name."""
+    changed = resolve(args, freeze, pinned, requires)
+    moved = {n for n, (before, _) in changed.items() if before is not None}
+    return (moved - set(colab.locked())) | (set(changed) & (STARTUP | colab.KEEP))
+
+
 def test_the_install_resolved_against_colabs_freeze_list_moves_nothing_colab_imports():
     """Colab's published versions (a committed copy), the setup cell's pip arguments and pins,
     and each package's declared requirements: nothing Colab holds or imports at start-up moves,
-    and only what the lock names (or Colab lacks) changes. Seen failing on the lock that moved
-    numpy 2.1.3 -> 2.4.6 and pandas, pyarrow, fsspec, datasets with it."""
+    and only what the lock names (or Colab lacks) changes."""
     freeze = colab_freeze()
     assert freeze["numpy"] == "2.1.3" and freeze["torch"] == "2.11.0+cu128"  # the issue's list
     args = colab.plan("google/gemma-3-4b-pt", freeze)
     pinned = {n.split("==")[0] for n in colab.constraints(freeze)} - set(colab.locked())
-    changed = resolve(args, freeze, pinned, venv_requires)
-    moved = {n for n, (before, _) in changed.items() if before is not None}
-    assert moved <= set(colab.locked()), moved
-    assert not set(changed) & (STARTUP | colab.KEEP), changed
+    assert moved_by(args, freeze, pinned, venv_requires) == set()
+    # the previous cell passed its lock's numpy 2.4.6 and pandas 3.1.1 to pip: both moved
+    before = ["numpy==2.4.6", "pandas==3.1.1", *args]
+    assert moved_by(before, freeze, set(), lambda n, v: []) == {"numpy", "pandas"}
 
 
 def test_the_resolution_check_fails_on_a_requirement_that_moves_a_held_package():

@@ -16,6 +16,9 @@
 #   make gpu-check                   smoke-pair on CUDA: token identity, timing sync, memory;
 #                                    report in $(RESULTS_DIR)/gpu-check/report.json (skips
 #                                    with one line where no CUDA device is visible)
+#   make colab-pip-check             the Colab setup cell's pip install, run for real in a venv
+#                                    seeded with Colab's published versions (network, minutes;
+#                                    tests/colab_seeded.py; not in `make test`)
 
 PYTHON ?= python3
 VENV := .venv
@@ -51,7 +54,7 @@ NOTEBOOKS := $(shell PYTHONPATH=$(CURDIR) $(PYTHON) -m specdec_lib.results.catal
 OUT_NB := $(RESULTS_DIR)/$(PROFILE)/notebooks
 
 .PHONY: setup download evaluate _evaluate-locked book test lint notebooks clean-smoke gpu-check \
-  mutation faults lock
+  mutation faults lock colab-pip-check
 
 setup: $(STAMP)
 
@@ -143,6 +146,10 @@ lock:
 
 notebooks: setup
 	$(PY) notebooks/make_notebooks.py
+
+COLAB_SEEDED ?= /tmp/specdec-colab-seeded
+colab-pip-check: setup
+	rm -rf $(COLAB_SEEDED) && $(PY) tests/colab_seeded.py $(COLAB_SEEDED)
 
 gpu-check: setup
 	WANDB_MODE=disabled timeout 300 $(PY) -m specdec_lib.environment.gpu_check \

@@ -433,7 +433,8 @@ def test_the_quick_notebook_killed_in_colab_resumes_and_its_bundle_reaches_the_b
     GPU, so the smoke pair is named), killed half-way through its agreement pass, run again in a
     fresh runtime (the clone gone, Drive kept) that resumes without recomputing the finished
     (document, context) pairs and publishes the rows an uninterrupted run gives; its last cell's
-    bundle on Drive is imported with `python -m specdec_lib import-bundle` and the built book shows its numbers."""
+    bundle on Drive is imported with `python -m specdec_lib import-bundle` and the built book
+    shows its numbers."""
     pytest.importorskip("papermill")
     env = standin_colab(tmp_path)
     results = tmp_path / "content" / "drive" / "MyDrive" / "specdec-results" / "smoke-pair"

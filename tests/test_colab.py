@@ -228,6 +228,14 @@ def test_a_colab_runtime_without_a_gpu_stops_in_one_line_unless_a_profile_is_nam
     assert not [e for e in fake_colab.events if e.startswith("access")]
 
 
+def test_a_misspelt_profile_stops_the_setup_cell_in_one_line(fake_colab):
+    with pytest.raises(SystemExit) as stop:
+        run_setup(NOTEBOOKS[1], profile="colab-t5")
+    message = str(stop.value)
+    assert "\n" not in message and "'colab-t5'" in message and "colab-t4" in message
+    assert not fake_colab.pip_calls() and not fake_colab.events
+
+
 def test_first_cell_reuses_a_clone_and_keeps_set_secrets(fake_colab, monkeypatch, tmp_path):
     (tmp_path / "specdec").symlink_to(ROOT, target_is_directory=True)
     monkeypatch.setenv("HF_TOKEN", "hf_AlreadySetInTheEnvironment0")

@@ -200,7 +200,12 @@ def offer_download(path: Path, *, download=None) -> bool:
 
 
 def _profile_text(profile: str) -> str:
-    return (ROOT / "profiles" / f"{profile}.yaml").read_text(encoding="utf-8")
+    """profiles/<profile>.yaml's text; a name with no such file stops in one line."""
+    path = ROOT / "profiles" / f"{profile}.yaml"
+    if not re.fullmatch(r"[\w.-]+", profile) or not path.is_file():
+        known = ", ".join(sorted(p.stem for p in (ROOT / "profiles").glob("*.yaml")))
+        raise SystemExit(f"no profile {profile!r}: set `profile` to auto or one of {known}")
+    return path.read_text(encoding="utf-8")
 
 
 def target_of(profile: str) -> str:

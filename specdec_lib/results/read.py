@@ -110,11 +110,13 @@ def profiles_with_results(root: Path | None = None, include: Iterable[str] = ())
 
 
 def role_arm(res: ExperimentResult | None, role: str) -> str | None:
-    """The arm that plays a role (the result's own record, else by draft), or None."""
+    """The arm that plays a role (the result's own record, else by draft), or None. The record
+    is profile-wide (the role's draft may not have run in this experiment): a recorded arm
+    that is not one of this result's arms is no answer."""
     if res is None:
         return None
     arm = res.role(role)
-    if arm:
+    if arm and arm in res.arms:
         return arm
     drafts = {"bigram": "bigram", "ngram": "ngram"}
     for name, s in res.arms.items():

@@ -263,7 +263,6 @@ def h4_rule(random_fall: float, published_fall: float) -> str:
 THRESHOLDS = {  # the rules that compare one interval with one threshold (rules.power)
     "H1": H1_EXTRA_GROWTH,
     "H2": H2_BASELINE_GROWTH,
-    "H3": MATERIAL_RATIO,
 }
 
 

@@ -181,8 +181,8 @@ def ladder(res: ExperimentResult) -> list[dict[str, Any]]:
 
 def h3_divergence(p: Profile) -> Finding:
     """rules.h3_rule over every separate draft of the replay (context 10 -> 100): which fall.
-    Q is the draft nearest the published level's ratio (rules.decisive_draft), named beside
-    the ladder's verdict; absent when no draft is that near."""
+    No single Q: each draft's ratio is in `ladder`; the draft nearest the published level
+    (rules.decisive_draft) is named in the inputs with its ratio as `nearest_q`."""
     res = p.get("agreement")
     if res is None:
         return not_tested("H3", "agreement")
@@ -207,13 +207,12 @@ def h3_divergence(p: Profile) -> Finding:
         return not_tested("H3", "a draft that computes apart from the target", **inputs)
     inputs.update({"falls": out.named, "holds": out.holds, "undecided": out.undecided})
     chosen = rules.decisive_draft(candidates)
-    q: dict[str, Any] = {}
     c0, c1 = cont["changes"][separate[0]]["contexts"]
     if chosen is not None:
         ch = cont["changes"][chosen]
-        q = ch["tokens_per_call"]
         inputs.update(
             {
+                "nearest_q": ch["tokens_per_call"],
                 "draft": chosen,
                 "level": levels.get(chosen),
                 "scales": {k: v for k, v in ch.items() if k not in ("contexts", "tokens_per_call")},
@@ -223,7 +222,7 @@ def h3_divergence(p: Profile) -> Finding:
                 ),
             }
         )
-    return Finding("H3", out.label, q, (c0, c1), inputs, named=out.named)
+    return Finding("H3", out.label, {}, (c0, c1), inputs, named=out.named)
 
 
 def sweep_primary(res: ExperimentResult | None) -> str | None:

@@ -37,7 +37,7 @@ SETTING_KEYS = frozenset(
 # the result files each hypothesis's Q is computed from (analysis.verdicts)
 VERDICT_SOURCES = {
     "H1": ("context_sweep/per_prompt.csv", "context_sweep_nocache/per_prompt.csv"),
-    "H2": ("context_sweep/per_prompt.csv",),
+    "H2": ("context_sweep/per_prompt.csv", "context_sweep_nocache/per_prompt.csv"),
     "H3": ("agreement/summary.json",),
     "H4": ("context_sweep/per_prompt.csv",),
 }

@@ -10,7 +10,7 @@ import pandas as pd
 from specdec_lib.reporting.earlier import earlier_table
 from specdec_lib.reporting.format import as_float, central, ci, ci_pct, finite, num, pct
 from specdec_lib.results.catalog import BASELINE
-from specdec_lib.results.read import Profile, role_arm, stored_sweep_table
+from specdec_lib.results.read import Profile, experiment_arms, role_arm, stored_sweep_table
 from specdec_lib.results.store import ExperimentResult
 
 EARLIER_WAY = "speedup (earlier study's way)"
@@ -46,9 +46,8 @@ def study_table(p: Profile) -> pd.DataFrame | None:
 
 
 def sweep_draft_arms(res: ExperimentResult) -> list[str]:
-    """A sweep's drafting arms as it ran them (its config's arms, else its summary's), in order."""
-    arms = list((res.config.get("arms") or {}) or res.arms)
-    return [a for a in arms if a != BASELINE]
+    """A sweep's drafting arms as it ran them (results.read.experiment_arms)."""
+    return [a for a in experiment_arms(res) if a != BASELINE]
 
 
 COST_EXPERIMENTS = ("transformer_draft", "k_sweep", "peers")  # where a draft's c is measured

@@ -13,11 +13,11 @@ from typing import Any
 
 import pandas as pd
 
+from specdec_lib import ROOT
 from specdec_lib.errors import SpecdecError
 from specdec_lib.results.catalog import EXPERIMENTS
 from specdec_lib.results.schema import result_problem
 from specdec_lib.results.store import ExperimentResult, load_result
-from specdec_lib import ROOT
 
 DEFAULT_PROFILE = "embedded"
 REAL_PROFILES = ("embedded", "colab-t4")
@@ -116,13 +116,23 @@ def role_arm(res: ExperimentResult | None, role: str) -> str | None:
     if res is None:
         return None
     arm = res.role(role)
-    if arm and arm in res.arms:
+    if arm and arm in experiment_arms(res):
         return arm
     drafts = {"bigram": "bigram", "ngram": "ngram"}
     for name, s in res.arms.items():
         if drafts.get(role) and s.get("draft") == drafts[role]:
             return name
     return None
+
+
+def experiment_arms(res: ExperimentResult) -> list[str]:
+    """Every arm an experiment ran: its config's arms, its summary's, and the methods of a
+    sweep's stored table (a sweep's summary has no `arms`), in that order, each once."""
+    arms = list(res.config.get("arms") or {}) + list(res.arms)
+    table = res.summary.get("table")
+    if isinstance(table, list):
+        arms += [r["method"] for r in table if isinstance(r, dict) and r.get("method")]
+    return list(dict.fromkeys(arms))
 
 
 def stored_sweep_table(res: ExperimentResult | None) -> pd.DataFrame | None:

@@ -101,3 +101,22 @@ def test_the_table_has_one_row_per_decomposition_with_shares_summing_to_one(publ
 def test_an_unknown_reading_is_refused():
     with pytest.raises(ValueError, match="unknown reading"):
         D.tokens_per_call(0.9, "per call")
+
+
+def test_the_chapter_s_decomposition_reads_the_committed_sweeps():
+    """Published (both readings) then ours: each cached arm and the uncached baseline; the
+    uncached baseline's divisor 100 / 20 is the H2 growth the issue quotes (about 2.10), the
+    cached one about 1.07; the figure has two panels, one bar per decomposition."""
+    from specdec_lib import report as R
+
+    p = R.load_results("embedded")
+    t = R.decomposition_table(p)
+    assert list(t["rows"][:2]) == [f"published ({r})" for r in D.READINGS]
+    assert {"quant8, cache on", "distilled, cache on", "baseline, cache off"} <= set(t["rows"])
+    nums = R.decomposition_numbers(p)
+    assert nums["baseline_off_div"] == pytest.approx(2.10, abs=0.01)
+    assert nums["baseline_on_div"] == pytest.approx(1.07, abs=0.01)
+    assert nums["quant8_on_c10"] > nums["quant8_on_breakeven"]  # no speedup: c past break-even
+    fig = R.fig_decomposition(p)
+    top, bottom = fig.axes[:2]
+    assert len(top.get_yticklabels()) == 2 and len(bottom.get_yticklabels()) == len(t) - 2

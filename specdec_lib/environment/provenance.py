@@ -89,7 +89,7 @@ def commits_markdown(p: Any) -> str:
 
 RULES_FILE = "specdec_lib/analysis/rules.py"
 FIRST_ROUND = (
-    "The verdict rules were revised once after numbers existed. The first H3 rule ('supported "
+    "The verdict rules were revised twice after numbers existed. The first H3 rule ('supported "
     "when the interval of the implied-acceptance change lies below 0') was replaced at `fff36cb` "
     "by a three-way rule with a material fall of 5 points, after a full embedded batch had been "
     "computed at `ba996bb`; on those numbers the old rule would have said *supported* and the "

@@ -139,6 +139,9 @@ def h3_numbers(f: Finding) -> dict[str, str]:
         "drafts that hold": names["holds"],
         "undecided": names["undecided"],
     }
+    falls = [r for r in a.get("ladder", ()) if r["draft"] in a.get("falls", ())]
+    out["Q"] = "; ".join(f"`{r['draft']}` {ci(r['change']['tokens_per_call'], 3)}" for r in falls)
+    out["Q"] = out["Q"] or "no draft falls"
     if "draft" in a:
         t0, t1 = a["at"]
         out["nearest the published level"] = f"`{a['draft']}` ({pct(a['level'], 1)})"
@@ -252,9 +255,6 @@ def h3_per_draft(res: ExperimentResult) -> pd.DataFrame | None:
                 f"agreement at {c0} (own continuation)": pct(r["level"], 1),
                 f"tokens per call ratio {c1} / {c0}": ratio(ch["tokens_per_call"]),
                 "acceptance change (pts)": ci(ch["acceptance"], 1, 100.0),
-                "rejection-rate ratio": ratio(ch["rejection_ratio"], 2),
-                "n documents": ch["tokens_per_call"].get("n"),
-                "detectable at 80% power": num(r["power"].detectable, 3),
                 "under H3's rule": DRAFT_WORD.get(r["label"], "not a test of H3"),
             }
         )

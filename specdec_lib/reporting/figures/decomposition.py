@@ -33,7 +33,7 @@ def draw(panels: list[tuple[str, list[D.Decomposition]]]) -> Any:
 
     sns.set_theme(**THEME)
     heights = [max(1, len(ds)) + 1.2 for _, ds in panels]
-    fig = Figure(figsize=(6.4, 0.42 * sum(heights) + 1.4), dpi=DPI, layout="constrained")
+    fig = Figure(figsize=(5.0, 0.42 * sum(heights) + 1.6), dpi=DPI, layout="constrained")
     axes = fig.subplots(len(panels), 1, sharex=True, gridspec_kw={"height_ratios": heights})
     axes = np.atleast_1d(axes)
     lo = min([-0.1] + [min(0.0, d.total(), *_neg(d)) for _, ds in panels for d in ds])
@@ -53,7 +53,7 @@ def draw(panels: list[tuple[str, list[D.Decomposition]]]) -> Any:
                 else:
                     left_pos += v
             ax.plot([d.total()], [i], marker="D", color="black", ms=6, ls="none")
-        ax.set_yticks(range(len(ds)), [d.source for d in ds])
+        ax.set_yticks(range(len(ds)), [short(d.source) for d in ds])
         ax.invert_yaxis()
         ax.axvline(0, color="black", lw=0.8)
         ax.set_title(title, loc="left", fontsize="medium")
@@ -61,14 +61,21 @@ def draw(panels: list[tuple[str, list[D.Decomposition]]]) -> Any:
     axes[-1].set_xlim(lo - pad, hi + pad)
     ticks = [t for t in TICKS if lo - pad <= math.log(t) <= hi + pad]
     axes[-1].set_xticks([math.log(t) for t in ticks], [f"x{t:g}" for t in ticks])
-    axes[-1].set_xlabel("change of the one-divisor speedup, context 10 -> 100 (log scale)")
+    axes[-1].set_xlabel("one-divisor speedup, 100 over 10 (log)")
     handles = [Patch(color=c, label=f) for f, c in COLORS.items()]
     handles.append(Patch(facecolor="#de8f05", hatch="//", edgecolor="white",
-                         label="cost of a call with the divisor (not separable)"))  # fmt: skip
+                         label="call cost with divisor"))  # fmt: skip
     handles.append(axes[0].plot([], [], marker="D", color="black", ls="none", label="total")[0])
     fig.legend(handles=handles, loc="outside lower center", ncols=2, frameon=False,
                fontsize="small")  # fmt: skip
     return fig
+
+
+def short(source: str) -> str:
+    """A bar's label, short enough for a phone: 'published, per token', 'quant8, cache on'."""
+    return source.replace("published (per-token rate)", "published, per token").replace(
+        "published (accepted / proposed)", "published, acc./prop."
+    )
 
 
 def _neg(d: D.Decomposition) -> list[float]:

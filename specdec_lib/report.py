@@ -27,10 +27,12 @@ from specdec_lib.reporting.figures.book import (
 from specdec_lib.reporting.figures.style import new_figure, show
 from specdec_lib.reporting.format import (admonition, ci, ci_pct, common_markdown, md_table,
                                           missing_note, num, pct, split_common)
+from specdec_lib.reporting.decomposition import decomposition_numbers, decomposition_table
+from specdec_lib.reporting.figures.decomposition import fig_decomposition
 from specdec_lib.reporting.hypotheses import (LABELS, h3_per_draft, rule_markdown, scope,
-                                              verdict_table, verdicts)
-from specdec_lib.reporting.hypotheses_summary import (bottom_line, key_numbers,
-                                                      replay_check_sentence, t4_beside)
+                                              verdict_glue, verdict_table, verdicts)
+from specdec_lib.reporting.hypotheses_summary import (key_numbers, replay_check_sentence,
+                                                      t4_beside)
 from specdec_lib.reporting.identity import identity_clause, identity_sentence, identity_table
 from specdec_lib.reporting.runs import (batch_time_sentence, config_table, env_table,
                                         total_batch_seconds)
@@ -44,7 +46,7 @@ from specdec_lib.results.read import (book_profile, damaged_results, load_result
 
 __all__ = [
     "EXPERIMENTS", "LABELS", "NOTEBOOKS", "a_from_rate", "acceptance_change", "admonition",
-    "beside_published", "book_profile", "bottom_line", "ci", "ci_pct", "common_markdown",
+    "beside_published", "book_profile", "ci", "ci_pct", "common_markdown",
     "config_table", "damaged_results", "earlier_baseline_time", "earlier_drop",
     "earlier_recomputed", "earlier_study", "earlier_table", "env_table",
     "fig_accepted_histogram", "fig_acceptance_vs_context", "fig_agreement_vs_context",
@@ -57,7 +59,8 @@ __all__ = [
     "peers_table", "profiles_with_results", "rate_from_a", "rule_markdown", "sampling_table",
     "scope", "sequence_sentence", "sequence_table", "show", "split_common", "study_table",
     "t4_beside", "total_batch_seconds", "transformer_note", "batch_time_sentence",
-    "verdict_table", "verdicts", "published_level", "published_ratio",
+    "verdict_table", "verdicts", "published_level", "published_ratio", "verdict_glue",
+    "decomposition_numbers", "decomposition_table", "fig_decomposition",
 ]  # fmt: skip
 
 
@@ -70,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = load_results(args.profile, args.results)
     print(f"profile {p.name}: {len(p.results)} of {len(EXPERIMENTS)} result directories")
     for v in verdicts(p):
-        print(f"\n{v.key} ({v.hypothesis}): {v.label}")
+        print(f"\n{v.key} ({v.hypothesis}): {v.verdict}")
         for k, val in v.numbers.items():
             if isinstance(val, str):
                 print(f"  {k}: {val}")

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from specdec_lib import ROOT
-from specdec_lib.analysis.rules import rules_sha256
+from specdec_lib.analysis.rules import SECOND_ROUND_SHA256, rules_sha256
 from specdec_lib.environment import provenance
 
 
@@ -67,14 +67,19 @@ def test_rules_markdown_checks_each_results_rules_against_its_commit(head):
             other={"git_commit": head, "rules_sha256": "0" * 64},
             gone={"git_commit": "f" * 40, "rules_sha256": rules_sha256()},
             old={},
+            second={"git_commit": head, "rules_sha256": SECOND_ROUND_SHA256},
         )
     )
     line = {n: next(x for x in md.splitlines() if x.startswith(f"- `{n}`")) for n in
-            ("same", "other", "gone", "old")}  # fmt: skip
-    assert "under the current rules" in line["same"] and "already held these rules" in line["same"]
+            ("same", "other", "gone", "old", "second")}  # fmt: skip
+    assert (
+        "under the current rules" in line["same"]
+        and "already held the rules it records" in line["same"]
+    )
     assert "under **other rules**" in line["other"] and "held **other rules**" in line["other"]
     assert "does not hold" in line["gone"]
     assert "records no rules hash" in line["old"]
+    assert "second round's rules" in line["second"] and "revised after it existed" in line["second"]
     assert md.startswith(provenance.FIRST_ROUND)
 
 

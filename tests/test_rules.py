@@ -35,20 +35,12 @@ CASES = {
             INCONCLUSIVE: iv(1.0, 1.4),
         },
     ),
-    "H3": (  # tokens per call, context 100 / 10; material fall below 0.95
-        h3_rule,
+    "H3 per draft": (  # tokens per call, context 100 / 10; material fall below 0.95
+        rules.h3_draft_rule,
         {
             SUPPORTED: iv(0.80, 0.93),  # the published 0.87 inside it
             NOT_SUPPORTED: iv(0.96, 1.04),
             INCONCLUSIVE: iv(0.90, 0.99),
-        },
-    ),
-    "H4": (
-        h4_rule,
-        {
-            SUPPORTED: iv(0.97, 1.02),
-            NOT_SUPPORTED: iv(0.80, 0.92),
-            INCONCLUSIVE: iv(0.91, 1.0),
         },
     ),
 }
@@ -61,20 +53,82 @@ def test_each_rule_reaches_every_outcome(key):
         assert rule(interval) == want, (key, interval)
 
 
-def test_h2_reaches_every_outcome_and_needs_the_published_arithmetic():
-    assert h2_rule(True, iv(1.3, 1.6)) == SUPPORTED
-    assert h2_rule(True, iv(0.95, 1.05)) == NOT_SUPPORTED
-    assert h2_rule(True, iv(1.0, 1.2)) == INCONCLUSIVE
-    assert h2_rule(False, iv(1.3, 1.6)) == NOT_SUPPORTED
+ON, OFF = rules.CACHE_ON, rules.CACHE_OFF
 
 
-def test_h3_and_h4_take_opposite_sides_of_one_threshold():
-    """One same-prompt ratio cannot make both 'a material fall' (H3 supported) and 'no material
-    fall' (H4 supported): planted bug, H4 reading the threshold's other side."""
-    for q in (iv(0.80, 0.93), iv(0.96, 1.04), iv(0.90, 0.99)):
-        h3, h4 = h3_rule(q), h4_rule(q)
-        assert (h3 == SUPPORTED) == (h4 == NOT_SUPPORTED)
-        assert (h3 == INCONCLUSIVE) == (h4 == INCONCLUSIVE)
+def test_h2_names_the_regime_where_one_divisor_is_material():
+    """Every outcome of H2: supported naming each regime whose baseline growth lies above 1.10
+    (off only, on only, both), not supported when both lie below, inconclusive when none is
+    above and one contains it, and not supported whatever the growth when one divisor does
+    not reproduce the published rows. Planted bugs: reading one regime only; 'supported' when
+    a regime is merely inconclusive."""
+    up_, flat, edge = iv(2.03, 2.16), iv(1.05, 1.09), iv(1.05, 1.2)
+    cases = {
+        (True, up_, flat): (SUPPORTED, (OFF,)),
+        (True, flat, up_): (SUPPORTED, (ON,)),
+        (True, up_, up_): (SUPPORTED, (ON, OFF)),
+        (True, flat, flat): (NOT_SUPPORTED, ()),
+        (True, flat, edge): (INCONCLUSIVE, ()),
+        (True, edge, edge): (INCONCLUSIVE, ()),
+        (False, up_, up_): (NOT_SUPPORTED, ()),
+    }
+    for (one_divisor, off, on), (label, named) in cases.items():
+        out = h2_rule(one_divisor, {ON: on, OFF: off})
+        assert (out.label, set(out.named)) == (label, set(named)), (off, on)
+    assert h2_rule(True, {ON: flat}).label == NOT_SUPPORTED  # no uncached sweep: on decides
+    assert h2_rule(True, {ON: up_}).named == (ON,)
+    assert h2_rule(True, {}).label == INCONCLUSIVE  # no regime measured
+    assert h2_rule(True, {ON: Quantity(math.nan, math.nan, math.nan)}).label == INCONCLUSIVE
+
+
+def test_h3_decides_over_the_ladder_and_names_the_drafts_that_fall():
+    """Supported names each draft whose ratio lies below 0.95; not supported only when every
+    draft holds; one undecided draft without a fall is inconclusive; no draft is not tested.
+    Planted bugs: deciding on the first draft only; 'not supported' when most drafts hold."""
+    falls, holds, edge = iv(0.79, 0.92), iv(0.99, 1.03), iv(0.92, 1.04)
+    out = h3_rule({"quant8": holds, "noise200": falls, "quant4g32": edge})
+    assert (out.label, out.named, out.holds, out.undecided) == (
+        SUPPORTED,
+        ("noise200",),
+        ("quant8",),
+        ("quant4g32",),
+    )
+    assert h3_rule({"a": holds, "b": holds}).label == NOT_SUPPORTED
+    assert h3_rule({"a": holds, "b": edge}).label == INCONCLUSIVE
+    assert h3_rule({"a": edge}).label == INCONCLUSIVE
+    assert h3_rule({}).label == rules.NOT_TESTED
+    assert h3_rule({"a": falls, "b": falls}).named == ("a", "b")
+
+
+def test_h4_compares_the_random_split_tail_with_the_published_fall():
+    """Published fall 0.1485: the tail of random splits at or beyond it is supported, below half
+    of it (0.07425) not supported, between inconclusive; missing numbers or a published rise
+    are inconclusive. Boundaries: exactly the published fall is supported, exactly half of it
+    is inconclusive. Planted bugs: a strict >= turned >, the half turned into the whole."""
+    pub = 0.1485
+    assert h4_rule(0.20, pub) == SUPPORTED
+    assert h4_rule(pub, pub) == SUPPORTED
+    assert h4_rule(0.023, pub) == NOT_SUPPORTED
+    assert h4_rule(0.10, pub) == INCONCLUSIVE
+    assert h4_rule(0.5 * pub, pub) == INCONCLUSIVE
+    assert h4_rule(math.nextafter(0.5 * pub, 0.0), pub) == NOT_SUPPORTED
+    assert h4_rule(math.nextafter(pub, 0.0), pub) == INCONCLUSIVE
+    assert h4_rule(math.nan, pub) == INCONCLUSIVE
+    assert h4_rule(0.02, math.nan) == INCONCLUSIVE
+    assert h4_rule(0.02, 0.0) == INCONCLUSIVE
+    assert h4_rule(-0.5, -0.1) == INCONCLUSIVE
+    assert h4_rule(math.inf, pub) == INCONCLUSIVE
+
+
+def test_every_revised_rule_says_when_why_and_that_numbers_existed():
+    """Each revision names a rule that exists, a date and a reason; the third round's three
+    revisions were made after the embedded numbers existed and say so."""
+    assert {r.rule for r in rules.REVISIONS} == {"H2", "H3", "H4"}
+    for r in rules.REVISIONS:
+        assert r.rule in rules.RULES and r.date == "2026-12-06" and r.after_numbers
+        assert len(r.reason) > 40
+    assert rules.revisions("H1") == ()
+    assert [r.rule for r in rules.revisions("H3")] == ["H3"]
 
 
 def test_published_level_and_ratio_by_hand():
@@ -134,7 +188,7 @@ def test_missing_or_malformed_numbers_are_inconclusive():
         Quantity.of(None),
         Quantity.of({"value": 2.0}),
     ):
-        for rule in (h1_rule, h3_rule, h4_rule):
+        for rule in (h1_rule, rules.h3_draft_rule):
             assert rule(q) == INCONCLUSIVE
 
 
@@ -156,9 +210,9 @@ def test_implied_acceptance_is_the_books_formula():
 def test_every_rule_has_its_text_with_its_threshold():
     assert set(rules.RULES) == {"H1", "H2", "H3", "H4"}
     assert f"{rules.H1_EXTRA_GROWTH:.2f}" in rules.RULES["H1"]
-    for key in ("H3", "H4"):
-        assert f"{rules.MATERIAL_RATIO:.2f}" in rules.RULES[key]
-    assert f"{rules.LEVEL_BAND:.2f}" in rules.RULES["H3"]
+    assert f"{rules.H2_BASELINE_GROWTH:.2f}" in rules.RULES["H2"]
+    assert f"{rules.MATERIAL_RATIO:.2f}" in rules.RULES["H3"]
+    assert f"{rules.H4_FAR_BELOW:.1f}" in rules.RULES["H4"]
 
 
 def test_power_is_defined_from_two_units():

@@ -47,6 +47,7 @@ class Finding:
     missing: tuple[str, ...] = ()
     stale: tuple[str, str] | None = None  # (experiment, key)
     power: rules.Power | None = None  # what the design detects at its n (rules.power)
+    named: tuple[str, ...] = ()  # H2's regimes, H3's falling drafts (rules.Outcome.named)
 
 
 def not_tested(key: str, *missing: str, stale: tuple[str, str] | None = None, **inputs) -> Finding:
@@ -120,18 +121,32 @@ def published_arithmetic(published: pd.DataFrame) -> dict[str, Any]:
 
 def h2_single_baseline(p: Profile, published: pd.DataFrame) -> Finding:
     """rules.h2_rule: the published arithmetic, then our baseline's growth from the reference
-    context to 100 on the same prompts."""
+    context to 100 on the same prompts, with the KV cache on and off (one mechanism with
+    recomputation). Q is the cache-off growth when that sweep exists, else the cache-on one."""
     arithmetic = published_arithmetic(published)
-    sweep = p.get("context_sweep")
-    if stored_sweep_table(sweep) is None:
+    sweeps = {
+        rules.CACHE_ON: p.get("context_sweep"),
+        rules.CACHE_OFF: p.get("context_sweep_nocache"),
+    }
+    if stored_sweep_table(sweeps[rules.CACHE_ON]) is None:
         return not_tested("H2", "context_sweep", **arithmetic)
-    ref = int((sweep.summary.get("earlier_style") or {}).get("reference_context", 20))
-    ctx = sweep_contexts(sweep)
+    on = sweeps[rules.CACHE_ON]
+    ref = int((on.summary.get("earlier_style") or {}).get("reference_context", 20))
+    ctx = sweep_contexts(on)
     c1 = 100 if 100 in ctx else max(ctx)
-    measurable = ref in ctx and c1 != ref
-    g = growth(sweep.rows, BASELINE, ref, c1, per_token=False) if measurable else NAN_INTERVAL
-    label = rules.h2_rule(arithmetic["all_match"], rules.Quantity.of(g))
-    return Finding("H2", label, g, (ref, c1), arithmetic)
+    grow: dict[str, dict] = {}
+    for regime, res in sweeps.items():
+        if res is None:
+            continue
+        here = sweep_contexts(res)
+        measurable = ref in here and c1 in here and c1 != ref
+        grow[regime] = (
+            growth(res.rows, BASELINE, ref, c1, per_token=False) if measurable else NAN_INTERVAL
+        )
+    out = rules.h2_rule(arithmetic["all_match"], {r: rules.Quantity.of(g) for r, g in grow.items()})
+    q = grow.get(rules.CACHE_OFF, grow[rules.CACHE_ON])
+    inputs = {**arithmetic, "growth": grow}
+    return Finding("H2", out.label, q, (ref, c1), inputs, named=out.named)
 
 
 def separate_drafts(res: ExperimentResult) -> list[str]:
@@ -150,14 +165,14 @@ def ladder(res: ExperimentResult) -> list[dict[str, Any]]:
     for d, ch in (cont.get("changes") or {}).items():
         kind = kinds.get(d, "")
         q = rules.Quantity.of(ch.get("tokens_per_call"))
-        testable = kind == SEPARATE or kind.startswith("early exit")
+        testable = kind == SEPARATE  # early exits read the target's states: no test of H3
         out.append(
             {
                 "draft": d,
                 "kind": kind,
                 "level": (cont.get("levels") or {}).get(d),
                 "change": ch,
-                "label": rules.h3_rule(q) if testable else None,
+                "label": rules.h3_draft_rule(q) if testable else None,
                 "power": rules.power(q, rules.MATERIAL_RATIO),
             }
         )
@@ -165,8 +180,9 @@ def ladder(res: ExperimentResult) -> list[dict[str, Any]]:
 
 
 def h3_divergence(p: Profile) -> Finding:
-    """rules.h3_rule on the replayed tokens-per-call ratio of the separate draft nearest the
-    published level (rules.decisive_draft), context 10 -> 100."""
+    """rules.h3_rule over every separate draft of the replay (context 10 -> 100): which fall.
+    No single Q: each draft's ratio is in `ladder`; the draft nearest the published level
+    (rules.decisive_draft) is named in the inputs with its ratio as `nearest_q`."""
     res = p.get("agreement")
     if res is None:
         return not_tested("H3", "agreement")
@@ -174,36 +190,39 @@ def h3_divergence(p: Profile) -> Finding:
     if not cont or not cont.get("changes"):
         return not_tested("H3", stale=("agreement", "continuation"))
     levels = cont.get("levels") or {}
-    candidates = {d: levels.get(d) for d in separate_drafts(res) if d in cont["changes"]}
-    inputs = {
+    separate = [d for d in separate_drafts(res) if d in cont["changes"]]
+    candidates = {d: levels.get(d) for d in separate}
+    steps = ladder(res)
+    inputs: dict[str, Any] = {
         "published_level": rules.published_level(),
         "published_ratio": rules.published_ratio(),
         "levels": candidates,
-        "ladder": ladder(res),
+        "ladder": steps,
         "positions": cont.get("continuation_tokens"),
         "consistency": cont.get("target_consistency"),
     }
+    ratios = {d: rules.Quantity.of(cont["changes"][d].get("tokens_per_call")) for d in separate}
+    out = rules.h3_rule(ratios)
+    if out.label == rules.NOT_TESTED:
+        return not_tested("H3", "a draft that computes apart from the target", **inputs)
+    inputs.update({"falls": out.named, "holds": out.holds, "undecided": out.undecided})
     chosen = rules.decisive_draft(candidates)
-    if chosen is None:
-        return not_tested(
-            "H3", f"a separate draft within {rules.LEVEL_BAND:.2f} of the published level", **inputs
+    c0, c1 = cont["changes"][separate[0]]["contexts"]
+    if chosen is not None:
+        ch = cont["changes"][chosen]
+        inputs.update(
+            {
+                "nearest_q": ch["tokens_per_call"],
+                "draft": chosen,
+                "level": levels.get(chosen),
+                "scales": {k: v for k, v in ch.items() if k not in ("contexts", "tokens_per_call")},
+                "at": (
+                    cont["by_draft"][chosen][str(c0)]["tokens_per_call"],
+                    cont["by_draft"][chosen][str(c1)]["tokens_per_call"],
+                ),
+            }
         )
-    ch = cont["changes"][chosen]
-    c0, c1 = ch["contexts"]
-    q = ch["tokens_per_call"]
-    inputs.update(
-        {
-            "draft": chosen,
-            "kind": SEPARATE,
-            "level": levels.get(chosen),
-            "scales": {k: v for k, v in ch.items() if k not in ("contexts", "tokens_per_call")},
-            "at": (
-                cont["by_draft"][chosen][str(c0)]["tokens_per_call"],
-                cont["by_draft"][chosen][str(c1)]["tokens_per_call"],
-            ),
-        }
-    )
-    return Finding("H3", rules.h3_rule(rules.Quantity.of(q)), q, (c0, c1), inputs)
+    return Finding("H3", out.label, {}, (c0, c1), inputs, named=out.named)
 
 
 def sweep_primary(res: ExperimentResult | None) -> str | None:
@@ -219,8 +238,10 @@ def sweep_primary(res: ExperimentResult | None) -> str | None:
     return None
 
 
-def h4_prompt_confound(p: Profile) -> Finding:
-    """rules.h4_rule on the timed sweep's primary draft, same prompts at every context."""
+def h4_prompt_confound(p: Profile, published: pd.DataFrame) -> Finding:
+    """rules.h4_rule: the acceptance fall that 2.5% of random half-prompt splits per context
+    reach in the timed sweep's primary draft (analysis.changes.prompt_swap_change), against
+    the published fall from context 10 to 100. Q = that fall in points, no interval."""
     sweep = p.get("context_sweep")
     if sweep is None:
         return not_tested("H4", "context_sweep")
@@ -231,14 +252,20 @@ def h4_prompt_confound(p: Profile) -> Finding:
     if span is None:
         return not_tested("H4", "contexts 10 and 100 in the timed sweep")
     c0, c1 = span
-    q = tokens_per_call_change(sweep.rows, arm, c0, c1)
+    swap = prompt_swap_change(sweep.rows, arm, c0, c1)
+    fall = -float(swap["ci_low"])  # the 2.5% quantile of the change, as a fall
+    pub = published[published["strategy"] == "transformer draft"].set_index("context")
+    published_fall = float(pub.loc[10, "acceptance_pct"] - pub.loc[100, "acceptance_pct"]) / 100
     inputs = {
         "draft": arm,
+        "swap": {k: v for k, v in swap.items() if k != "draws"},
+        "published_fall": published_fall,
         "acceptance_change": acceptance_change(sweep.rows, arm, c0, c1),
-        "swap": prompt_swap_change(sweep.rows, arm, c0, c1),
+        "tokens_per_call": tokens_per_call_change(sweep.rows, arm, c0, c1),
         "same_documents": same_documents(sweep.rows, arm),
     }
-    return Finding("H4", rules.h4_rule(rules.Quantity.of(q)), q, (c0, c1), inputs)
+    q = {"value": fall, "n_prompts": swap["n_half"]}
+    return Finding("H4", rules.h4_rule(fall, published_fall), q, (c0, c1), inputs)
 
 
 def findings(p: Profile, published: pd.DataFrame) -> list[Finding]:
@@ -247,9 +274,9 @@ def findings(p: Profile, published: pd.DataFrame) -> list[Finding]:
         h1_recomputation(p, published),
         h2_single_baseline(p, published),
         h3_divergence(p),
-        h4_prompt_confound(p),
+        h4_prompt_confound(p, published),
     ]
     for f in out:
-        if f.label != rules.NOT_TESTED:
+        if f.label != rules.NOT_TESTED and f.key in rules.THRESHOLDS and f.q:
             f.power = rules.power(rules.Quantity.of(f.q), rules.THRESHOLDS[f.key])
     return out

@@ -89,15 +89,18 @@ def commits_markdown(p: Any) -> str:
 
 RULES_FILE = "specdec_lib/analysis/rules.py"
 FIRST_ROUND = (
-    "The verdict rules were revised once after numbers existed. The first H3 rule ('supported "
+    "The verdict rules were revised twice after numbers existed. The first H3 rule ('supported "
     "when the interval of the implied-acceptance change lies below 0') was replaced at `fff36cb` "
     "by a three-way rule with a material fall of 5 points, after a full embedded batch had been "
     "computed at `ba996bb`; on those numbers the old rule would have said *supported* and the "
     "new one said *not supported*. That revision was made because the old rule let an interval "
     "be 'below 0' and 'above the published fall' at once (two labels for one interval), but it "
-    "was made knowing the numbers, so those verdicts were not pre-registered. This round's rules "
-    "(H3 and H4 on tokens per call, decided on the draft nearest the published level) were "
-    "committed before the batch the book shows; the lines below check that from the files."
+    "was made knowing the numbers, so those verdicts were not pre-registered. The second round's "
+    "rules (H3 and H4 on tokens per call, decided on the draft nearest the published level) were "
+    "committed before the batch the book shows. A third round revised H2, H3 and H4 after that "
+    "batch existed (each rule's box gives the date and the reason): the book's verdicts are the "
+    "third round's rules applied to numbers measured under the second's, so they are not "
+    "pre-registered either. The lines below check each result against the files."
 )
 
 
@@ -118,7 +121,7 @@ def _rules_in_tree(commit: str, recorded: str | None) -> str:
     except (OSError, subprocess.SubprocessError):
         return "a commit this checkout does not hold (the rules' order cannot be checked)"
     if recorded and hashlib.sha256(out).hexdigest() == recorded:
-        return "whose committed tree already held these rules (fixed before the numbers)"
+        return "whose committed tree already held the rules it records (fixed before its numbers)"
     return "whose committed tree held **other rules** than those the result records"
 
 
@@ -126,7 +129,7 @@ def rules_markdown(p: Any) -> str:
     """When the verdict rules were fixed against when the results were measured: the commit that
     last changed the rules, whether every result records the rules' current hash, and whether
     the rules' commit is an ancestor of each result's commit (rules first, then numbers)."""
-    from specdec_lib.analysis.rules import rules_sha256
+    from specdec_lib.analysis.rules import REVISIONS, SECOND_ROUND_SHA256, rules_sha256
 
     lines = [FIRST_ROUND, ""]
     last = _git("log", "-1", "--format=%H %cs", "--", RULES_FILE)
@@ -143,6 +146,11 @@ def rules_markdown(p: Any) -> str:
             state = "records no rules hash (measured before rules were recorded)"
         elif recorded == now:
             state = "was measured under the current rules (same hash)"
+        elif recorded == SECOND_ROUND_SHA256:
+            state = (
+                "was measured under the second round's rules, which the third round "
+                f"({', '.join(sorted({r.date for r in REVISIONS}))}) revised after it existed"
+            )
         else:
             state = "was measured under **other rules** than the current ones"
         order = f", at `{c[:12]}`, {_rules_in_tree(c, recorded)}" if c else ""

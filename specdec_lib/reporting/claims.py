@@ -37,7 +37,7 @@ SETTING_KEYS = frozenset(
 # the result files each hypothesis's Q is computed from (analysis.verdicts)
 VERDICT_SOURCES = {
     "H1": ("context_sweep/per_prompt.csv", "context_sweep_nocache/per_prompt.csv"),
-    "H2": ("context_sweep/per_prompt.csv",),
+    "H2": ("context_sweep/per_prompt.csv", "context_sweep_nocache/per_prompt.csv"),
     "H3": ("agreement/summary.json",),
     "H4": ("context_sweep/per_prompt.csv",),
 }
@@ -81,6 +81,12 @@ def finding(p: Profile, key: str) -> Finding:
     return next(f for f in findings(p, earlier_recomputed()) if f.key == key)
 
 
+def draft_ratio(p: Profile, draft: str) -> dict[str, Any]:
+    """H3's quantity for one draft of the ladder: its tokens-per-call ratio, 100 over 10."""
+    ladder_ = finding(p, "H3").inputs["ladder"]
+    return next(r for r in ladder_ if r["draft"] == draft)["change"]["tokens_per_call"]
+
+
 def summary(p: Profile, experiment: str) -> dict[str, Any]:
     """The summary.json of one experiment of p."""
     res = p.get(experiment)
@@ -110,6 +116,7 @@ def namespace(p: Profile) -> dict[str, Any]:
     return {
         "p": p,
         "finding": finding,
+        "draft_ratio": draft_ratio,
         "summary": summary,
         "bench": bench,
         "at": at,
@@ -234,6 +241,14 @@ def verdict_claims(p: Profile) -> list[Claim]:
         span = f", contexts {f.contexts[0]} -> {f.contexts[1]}" if f.contexts else ""
         what = f"{f.key}: Q ({f.label}{span})"
         src = ", ".join(_source(p, x) for x in VERDICT_SOURCES[f.key])
+        if f.key == "H3" and f.label != "not tested":  # no single Q: each draft of the ladder
+            for r in f.inputs["ladder"]:
+                if r["label"] is None:
+                    continue
+                name = f"H3: Q of {r['draft']} ({r['label']}{span})"
+                expr = f"draft_ratio(p, {r['draft']!r})"
+                out.append(_claim("verdicts", name, r["change"]["tokens_per_call"], src, expr))
+            continue
         out.append(_claim("verdicts", what, f.q, src, f"finding(p, {f.key!r}).q"))
     return [c for c in out if c is not None]
 

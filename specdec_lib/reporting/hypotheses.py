@@ -1,13 +1,13 @@
-"""The context-length paradox in words: each verdict of analysis.verdicts (H1..H4) with its reason,
-what it can and cannot show and where it was measured, the ladder of drafts behind H3 and each
-hypothesis's rule. What the chapters build from these verdicts (the bottom line, the
-introduction's key numbers, the T4 pair beside them) is reporting.hypotheses_summary. Decides
-nothing: labels come from the findings, numbers from results.
+"""The context-length paradox's verdicts for the book: each finding of analysis.verdicts (H1..H4)
+with its label, what the label names, its formatted numbers and where it was measured; the
+numbers and labels the chapter glues into its own sentences (`verdict_glue`); the ladder behind
+H3 and each rule's box with its revisions. Writes no argument (book/paradox.md does) and decides
+nothing: labels come from the findings, numbers from results. What the chapters build from the
+verdicts (the introduction's key numbers, the T4 pair) is reporting.hypotheses_summary.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,58 +16,53 @@ import pandas as pd
 
 from specdec_lib.analysis import rules
 from specdec_lib.analysis.verdicts import Finding, findings, ladder
-from specdec_lib.reporting.earlier import earlier_drop, earlier_recomputed
+from specdec_lib.reporting.earlier import earlier_recomputed
 from specdec_lib.reporting.format import admonition, ci, finite, num, pct
 from specdec_lib.results.read import Profile
 from specdec_lib.results.store import ExperimentResult
 
 LABELS = rules.LABELS
-HYPOTHESES = {
-    "H1": "without a KV cache, recomputing the prefix makes long contexts slow",
-    "H2": "every published speedup divides the one context-20 baseline",
-    "H3": "a draft that computes apart from the target loses acceptance as context grows",
-    "H4": "the fall needs prompts that differ across contexts",
+HYPOTHESES = {  # what each label is about: "supported" = this explanation accounts for it
+    "H1": "recomputing the prefix makes each call cost more as the context grows",
+    "H2": "one context-20 divisor turns the baseline's own growth into a fall",
+    "H3": "a draft that computes apart from the target loses tokens per call as context grows",
+    "H4": "prompt sets that differ across contexts produce the published fall",
 }
-STALE = (
-    "The stored `{exp}` result predates the current schema (it lacks `{key}`); re-run it "
-    "(`make evaluate` runs it again because its config changed)."
-)
+STALE = "`{exp}` predates the current schema (it lacks `{key}`): re-run it"
 
 
 @dataclass
 class HypothesisVerdict:
-    """One hypothesis's verdict in words: label, reason, numbers, scope and limits."""
+    """One hypothesis's verdict: label, what it names (H2's regimes, H3's drafts that fall),
+    its numbers (formatted, for the tables and the chapter's glue), Q and scope. `text` is the
+    numbers as one line, or what is missing when not tested; the chapter writes the sentences."""
 
     key: str  # H1..H4
     hypothesis: str
     label: str  # one of LABELS
-    text: str  # Markdown: the reason, with its numbers
-    numbers: dict[str, str] = field(default_factory=dict)  # what the verdict table shows
+    text: str
+    numbers: dict[str, str] = field(default_factory=dict)
     quantity: dict[str, Any] = field(default_factory=dict)  # Q, the rule's interval
-    shows: str = ""  # what this measurement can show
-    cannot: str = ""  # what it cannot show (the earlier study's own runs)
     scope: str = ""  # where it was measured ("Gemma 3 270M on a CPU")
+    named: tuple[str, ...] = ()
+
+    @property
+    def verdict(self) -> str:
+        """The label with what it names: 'supported (cache off)'."""
+        return f"{self.label} ({', '.join(self.named)})" if self.named else self.label
 
     def row(self) -> dict[str, str]:
-        """The verdict table's row: hypothesis, verdict with scope, key numbers."""
+        """The verdict table's row, one value per cell."""
         return {
             "hypothesis": f"{self.key}: {self.hypothesis}",
-            "verdict": f"{self.label} ({self.scope})" if self.scope else self.label,
-            "key numbers": self.short(),
+            "verdict": self.verdict,
+            "measured on": self.scope,
+            "Q": self.numbers.get("Q", "-"),
         }
 
     def short(self) -> str:
         """The key numbers as 'name: value; ...'."""
         return "; ".join(f"{k}: {v}" for k, v in self.numbers.items())
-
-    def markdown(self) -> str:
-        """The verdict's text followed by what it can and cannot show."""
-        out = self.text
-        if self.shows:
-            out += f"\n\n**What this shows:** {self.shows}"
-        if self.cannot:
-            out += f"\n\n**What it cannot show:** {self.cannot}"
-        return out
 
 
 def scope(p: Profile) -> str:
@@ -80,141 +75,165 @@ def scope(p: Profile) -> str:
     return f"{model} on {where}"
 
 
-def power_sentence(f: Finding, digits: int = 2) -> str:
-    """n and the smallest distance from the threshold the design detects at 80% power; for an
-    inconclusive verdict, how many units would decide it (rules.power)."""
+def _missing(f: Finding) -> str:
+    if f.stale:
+        return STALE.format(exp=f.stale[0], key=f.stale[1])
+    return "lacks " + ", ".join(f"`{n}`" for n in f.missing)
+
+
+def _power(f: Finding) -> dict[str, str]:
     pw = f.power
     if pw is None or not finite(pw.detectable):
-        return ""
-    out = (
-        f" Power: n = {pw.n}; at 80% power this design detects a Q {pw.detectable:.{digits}f} "
-        f"or more away from the threshold {rules.THRESHOLDS[f.key]:.2f}."
-    )
-    if f.label == rules.INCONCLUSIVE:
-        out += (
-            f" About {pw.units_to_decide} would decide it if Q stayed where it is."
-            if pw.units_to_decide
-            else " Q sits on the threshold: no n would decide it."
-        )
+        return {}
+    out = {"n": str(pw.n), "detectable at 80% power": num(pw.detectable, 3)}
+    if f.label == rules.INCONCLUSIVE and pw.units_to_decide:
+        out["units that would decide it"] = str(pw.units_to_decide)
     return out
 
 
-def _verdict(
-    f: Finding, p: Profile, text: str, numbers: dict[str, str], **kw: str
-) -> HypothesisVerdict:
-    if f.power is not None and finite(f.power.detectable):
-        numbers = {
-            **numbers,
-            "n; detectable at 80% power": f"{f.power.n}; {f.power.detectable:.3f}",
-        }
-    return HypothesisVerdict(
-        f.key,
-        HYPOTHESES[f.key],
-        f.label,
-        text + power_sentence(f),
-        numbers,
-        f.q,
-        scope=scope(p),
-        **kw,
-    )
-
-
-def _not_tested_text(f: Finding, p: Profile) -> str:
-    if f.stale:
-        return STALE.format(exp=f.stale[0], key=f.stale[1])
-    return f"The profile `{p.name}` lacks {', '.join(f'`{n}`' for n in f.missing)}."
-
-
-def h1_prose(f: Finding, p: Profile) -> HypothesisVerdict:
-    """H1's finding in words: the baseline's growth per token with and without the cache."""
-    if f.label == rules.NOT_TESTED:
-        return _verdict(f, p, _not_tested_text(f, p), {})
-    (c0, c1), g_on, g_off = f.contexts, f.inputs["growth_on"], f.inputs["growth_off"]
-    nums = {
+def h1_numbers(f: Finding) -> dict[str, str]:
+    """H1: the baseline's growth per token with and without the cache, Q, and the published
+    table's own arithmetic (the cost of a call grew at least this much from 10 to 100)."""
+    (c0, c1), pub = f.contexts, f.inputs.get("published") or {}
+    out = {
         "contexts": f"{c0} -> {c1}",
-        "baseline slowdown per token, cache off": ci(g_off, 2, suffix="x"),
-        "baseline slowdown per token, cache on": ci(g_on, 2, suffix="x"),
-        "Q = off / on": ci(f.q, 2, suffix="x"),
+        "growth off": ci(f.inputs["growth_off"], 2, suffix="x"),
+        "growth on": ci(f.inputs["growth_on"], 2, suffix="x"),
+        "Q": ci(f.q, 2, suffix="x"),
     }
-    text = (
-        f"From context {c0} to {c1} the baseline's time per generated token grows by "
-        f"{nums['baseline slowdown per token, cache off']} without the KV cache and by "
-        f"{nums['baseline slowdown per token, cache on']} with it, so Q = {nums['Q = off / on']} "
-        f"against the threshold {rules.H1_EXTRA_GROWTH:.2f}: **{f.label}**."
-    )
-    if not f.inputs["same_config"]:
-        text += (
-            " (The stored cached and uncached sweeps differ in prompt or token counts: only "
-            "the prompts both share are paired.)"
-        )
-    pub = f.inputs.get("published") or {}
     if pub:
-        nums["published: cost of a call, 100 / 10 (at least)"] = num(
-            pub["call_cost_growth"], 2, "x"
+        out["published time ratio"] = num(pub["time_ratio"], 2, "x")
+        out["published tokens per call"] = (
+            f"{pub['tokens_per_call_10']:.2f} -> {pub['tokens_per_call_100']:.2f}"
         )
-        text += (
-            f" The published table says the same by its own arithmetic: from context 10 to 100 "
-            f"the transformer draft's time grows {pub['time_ratio']:.2f}x for the same tokens, "
-            f"while the tokens per call its acceptance implies (1 + 4 x acceptance) fall only "
-            f"from {pub['tokens_per_call_10']:.2f} to {pub['tokens_per_call_100']:.2f} "
-            f"({pub['calls_ratio']:.2f}x more calls). So each call cost at least "
-            f"{pub['call_cost_growth']:.2f}x more at context 100 than at 10, which a KV-cached "
-            "target does not do over 90 tokens, and which recomputing the prefix does."
-        )
-    shows = (
-        "how much faster per-token time grows with context when a decoder recomputes the "
-        f"prefix than when it caches it, on this model and machine ({scope(p)})."
-    )
-    cannot = (
-        "whether the earlier study's decoder used a KV cache, nor that recomputation "
-        "caused its speedup to fall: its code and timings are not available to us."
-    )
-    return _verdict(f, p, text, nums, shows=shows, cannot=cannot)
+        out["published call cost growth"] = num(pub["call_cost_growth"], 2, "x")
+    return out
 
 
-def h2_prose(f: Finding, p: Profile) -> HypothesisVerdict:
-    """H2's finding in words: published rows one divisor reproduces, the baseline's growth."""
+def h2_numbers(f: Finding) -> dict[str, str]:
+    """H2: published rows one divisor reproduces, and the baseline's growth 20 -> 100 in each
+    cache regime (Q is the cache-off one when measured)."""
     a = f.inputs
-    reproduced = f"{a['matching']} of {a['rows']}"
-    nums = {"published rows reproduced by one divisor": reproduced}
+    out = {"published rows reproduced": f"{a['matching']} of {a['rows']}"}
     if "baseline_100_needed_s" in a:
-        key = f"published baseline at context 100 needed for a paired {a['paired_speedup_10']:.2f}x"
-        nums[key] = num(a["baseline_100_needed_s"], 2, " s")
-    kw = {
-        "shows": "that the published speedups are one divisor over every row (arithmetic on the "
-        "published table), and how much a baseline's own time changes with context here, "
-        "which is the error one divisor makes.",
-        "cannot": "how long the earlier study's baseline took at contexts 10, 50 and 100: it was "
-        "never run there, so its paired speedups cannot be recovered.",
+        out["published baseline needed at 100"] = num(a["baseline_100_needed_s"], 2, " s")
+    for regime, g in (a.get("growth") or {}).items():
+        out[f"growth {regime}"] = ci(g, 2, suffix="x")
+    if f.q:
+        out["Q"] = ci(f.q, 2, suffix="x")
+    return out
+
+
+def h3_numbers(f: Finding) -> dict[str, str]:
+    """H3: the drafts that fall, hold and are undecided, and the draft nearest the published
+    level with its tokens per call and ratio."""
+    a = f.inputs
+    names = {
+        k: ", ".join(f"`{d}`" for d in a.get(k, ())) or "none"
+        for k in ("falls", "holds", "undecided")
     }
+    out = {
+        "published level": num(a.get("published_level"), 3),
+        "published ratio": num(a.get("published_ratio"), 3),
+        "drafts that fall": names["falls"],
+        "drafts that hold": names["holds"],
+        "undecided": names["undecided"],
+    }
+    falls = [r for r in a.get("ladder", ()) if r["draft"] in a.get("falls", ())]
+    out["Q"] = "; ".join(f"`{r['draft']}` {ci(r['change']['tokens_per_call'], 3)}" for r in falls)
+    out["Q"] = out["Q"] or "no draft falls"
+    if "draft" in a:
+        t0, t1 = a["at"]
+        out["nearest the published level"] = f"`{a['draft']}` ({pct(a['level'], 1)})"
+        out["its tokens per call"] = f"{t0:.2f} -> {t1:.2f}"
+        out["its ratio"] = ci(a["nearest_q"], 3)
+        out["its acceptance change"] = ci(a["scales"]["acceptance"], 1, 100.0, " pts")
+    return out
+
+
+def h4_numbers(f: Finding) -> dict[str, str]:
+    """H4: the fall 2.5% of random half-prompt splits reach against the published fall, and
+    the change on fixed prompts beside it."""
+    a, swap = f.inputs, f.inputs["swap"]
+    return {
+        "draft": f"`{a['draft']}`",
+        "Q": num(100 * f.q["value"], 1, " pts"),
+        "published fall": num(100 * a["published_fall"], 2, " pts"),
+        "random halves, 95% range": (
+            f"[{100 * swap['ci_low']:.1f}, {100 * swap['ci_high']:.1f}] pts"
+            if finite(swap["ci_low"])
+            else "n/a"
+        ),
+        "prompts per half": str(swap["n_half"]),
+        "acceptance change, fixed prompts": ci(a["acceptance_change"], 1, 100.0, " pts"),
+    }
+
+
+NUMBERS = {"H1": h1_numbers, "H2": h2_numbers, "H3": h3_numbers, "H4": h4_numbers}
+
+
+def verdict_of(f: Finding, p: Profile) -> HypothesisVerdict:
+    """One finding as a verdict: its numbers (none when not tested) and its scope."""
     if f.label == rules.NOT_TESTED:
-        why = _not_tested_text(f, p)
-        text = (
-            f"The published arithmetic holds ({reproduced} rows equal {a['baseline_s']:.2f} s / "
-            f"time), but " + why[0].lower() + why[1:]
-        )
-        return _verdict(f, p, text, nums, **kw)
-    ref, c1 = f.contexts
-    nums[f"Q = our baseline time, context {c1} / {ref}"] = q = ci(f.q, 2, suffix="x")
-    text = (
-        f"{reproduced} published speedups equal {a['baseline_s']:.2f} s divided by the row's "
-        f"time. Our baseline, on the same prompts, takes Q = {q} as long at context {c1} as at "
-        f"{ref} (threshold {rules.H2_BASELINE_GROWTH:.2f}): **{f.label}**."
+        return HypothesisVerdict(f.key, HYPOTHESES[f.key], f.label, _missing(f), scope=scope(p))
+    nums = {**NUMBERS[f.key](f), **_power(f)}
+    text = "; ".join(f"{k}: {v}" for k, v in nums.items())
+    return HypothesisVerdict(
+        f.key, HYPOTHESES[f.key], f.label, text, nums, f.q, scope(p), named=f.named
     )
-    return _verdict(f, p, text, nums, **kw)
 
 
-def _h3_cannot(p: Profile) -> str:
-    if scope(p).startswith("Gemma 3 270M"):
-        return (
-            "what happened inside the earlier study's gemma-3-1b draft and gemma-3-4b target: a "
-            "270M target and its ladder of drafts (perturbed copies of the target, a small "
-            "distilled draft) are not those models. A perturbed copy has the target's depth and "
-            "attention; it disagrees through weight error, not through less capacity, so a draft "
-            "that attends differently because it is smaller is only stood in for by the "
-            "distilled one."
-        )
-    return "what happened in the earlier study's own runs, whose prompts and code we do not have."
+def verdicts(p: Profile) -> list[HypothesisVerdict]:
+    """The profile's verdicts on H1..H4."""
+    return [verdict_of(f, p) for f in findings(p, earlier_recomputed())]
+
+
+GLUE_KEYS = {  # glue name -> (hypothesis, number) that the chapter cites
+    "h1_off": ("H1", "growth off"),
+    "h1_on": ("H1", "growth on"),
+    "h1_q": ("H1", "Q"),
+    "h1_pub_time": ("H1", "published time ratio"),
+    "h1_pub_tpc": ("H1", "published tokens per call"),
+    "h1_pub_cost": ("H1", "published call cost growth"),
+    "h2_off": ("H2", "growth cache off"),
+    "h2_on": ("H2", "growth cache on"),
+    "h2_matching": ("H2", "published rows reproduced"),
+    "h2_needed": ("H2", "published baseline needed at 100"),
+    "h3_falls": ("H3", "drafts that fall"),
+    "h3_holds": ("H3", "drafts that hold"),
+    "h3_undecided": ("H3", "undecided"),
+    "h3_nearest": ("H3", "nearest the published level"),
+    "h3_nearest_tpc": ("H3", "its tokens per call"),
+    "h3_q": ("H3", "its ratio"),
+    "h3_nearest_acc": ("H3", "its acceptance change"),
+    "h4_q": ("H4", "Q"),
+    "h4_pub": ("H4", "published fall"),
+    "h4_range": ("H4", "random halves, 95% range"),
+    "h4_half": ("H4", "prompts per half"),
+    "h4_draft": ("H4", "draft"),
+    "h4_fixed": ("H4", "acceptance change, fixed prompts"),
+}
+
+
+def verdict_glue(vs: Sequence[HypothesisVerdict]) -> dict[str, str]:
+    """Every number and label the chapter cites, by glue name ('n/a' where a verdict lacks it,
+    so a partial profile still builds): GLUE_KEYS, each hypothesis's label (`h1_label`), its
+    label with what it names (`h1_verdict`) and what a not-tested one lacks (`h1_missing`)."""
+    by = {v.key: v for v in vs}
+    out = {g: by[h].numbers.get(n, "n/a") if h in by else "n/a" for g, (h, n) in GLUE_KEYS.items()}
+    for key in HYPOTHESES:
+        v = by.get(key)
+        out[f"{key.lower()}_label"] = v.label if v else rules.NOT_TESTED
+        out[f"{key.lower()}_verdict"] = v.verdict if v else rules.NOT_TESTED
+        out[f"{key.lower()}_missing"] = v.text if v and v.label == rules.NOT_TESTED else ""
+    return out
+
+
+DRAFT_WORD = {  # one draft under H3's rule (rules.h3_draft_rule)
+    rules.SUPPORTED: "falls",
+    rules.NOT_SUPPORTED: "holds",
+    rules.INCONCLUSIVE: "undecided",
+}
 
 
 def ratio(d: dict | None, digits: int = 3) -> str:
@@ -222,120 +241,9 @@ def ratio(d: dict | None, digits: int = 3) -> str:
     return ci(d or {}, digits)
 
 
-def h3_prose(f: Finding, p: Profile) -> HypothesisVerdict:
-    """H3's finding in words: the replayed tokens-per-call ratio of the draft nearest the
-    published level, the other scales beside it, and what the rest of the ladder shows."""
-    a = f.inputs
-    level_txt = (
-        f"The earlier study's acceptance at context 10 ({100 * rules.PUBLISHED_ACCEPTANCE[0]:.2f}% "
-        f"at K = 4) implies a per-token agreement of {a.get('published_level', math.nan):.3f}; "
-        f"its rows fall to a tokens-per-call ratio of {a.get('published_ratio', math.nan):.3f} "
-        "from context 10 to 100."
-    )
-    if f.label == rules.NOT_TESTED:
-        levels = ", ".join(f"`{d}` {pct(v, 1)}" for d, v in (a.get("levels") or {}).items())
-        return _verdict(
-            f,
-            p,
-            _not_tested_text(f, p) + " " + level_txt + (f" Levels: {levels}." if levels else ""),
-            {},
-        )
-    (c0, c1), sc = f.contexts, a["scales"]
-    t0, t1 = a["at"]
-    nums = {
-        "draft (level at context 10)": f"{a['draft']} ({pct(a['level'], 1)})",
-        f"tokens per call {c0} -> {c1}": f"{t0:.2f} -> {t1:.2f}",
-        "Q = tokens per call ratio": ratio(f.q),
-        "acceptance change": ci(sc["acceptance"], 1, 100.0, " pts"),
-        "rejection-rate ratio": ratio(sc["rejection_ratio"], 2),
-        "published ratio": f"{a['published_ratio']:.3f}",
-    }
-    others = [r for r in a["ladder"] if r["label"] is not None and r["draft"] != a["draft"]]
-    falls = [r["draft"] for r in others if r["label"] == rules.SUPPORTED]
-    text = (
-        f"{level_txt} The separate draft nearest that level is `{a['draft']}` (agreement "
-        f"{pct(a['level'], 1)} at context {c0} on the target's own continuation). Replayed on "
-        f"the target's greedy continuation of the same {f.q.get('n')} documents "
-        f"({a['positions']} tokens each), its tokens per call go from {t0:.2f} to {t1:.2f}: "
-        f"Q = {ratio(f.q)} against the threshold {rules.MATERIAL_RATIO:.2f}: **{f.label}**. On "
-        f"the other scales: acceptance {ci(sc['acceptance'], 1, 100.0, ' points')}, "
-        f"rejection-rate ratio {ratio(sc['rejection_ratio'], 2)} (published "
-        f"{(1 - rules.PUBLISHED_ACCEPTANCE[1]) / (1 - rules.PUBLISHED_ACCEPTANCE[0]):.2f})."
-    )
-    levels = [r["level"] for r in others] + [a["level"]]
-    if others:
-        text += (
-            f" Across the ladder ({len(levels)} drafts that are a test of H3, levels "
-            f"{pct(min(levels), 0)} to {pct(max(levels), 0)}), "
-            + (
-                f"the rule says supported for {', '.join(f'`{d}`' for d in falls)}"
-                if falls
-                else "no draft shows a material fall"
-            )
-            + "; the table and figure below show each."
-        )
-    shows = (
-        f"whether a draft at the published level of agreement, computing apart from the target, "
-        f"loses tokens per call between contexts {c0} and {c1} on the text a real greedy run "
-        f"sees, on {scope(p)}; the ladder shows how that depends on the draft's level."
-    )
-    return _verdict(f, p, text, nums, shows=shows, cannot=_h3_cannot(p))
-
-
-def h4_prose(f: Finding, p: Profile) -> HypothesisVerdict:
-    """H4's finding in words: measured acceptance across contexts on the same prompts."""
-    if f.label == rules.NOT_TESTED:
-        return _verdict(f, p, _not_tested_text(f, p), {})
-    a, (c0, c1), swap = f.inputs, f.contexts, f.inputs["swap"]
-    docs = (
-        "the same documents and anchors at every context"
-        if a["same_documents"]
-        else "prompts that differ across contexts (check the sweep)"
-    )
-    swap_txt = (
-        f"[{100 * swap['ci_low']:.1f}, {100 * swap['ci_high']:.1f}] pts (halves of "
-        f"{swap['n_half']})"
-        if finite(swap["ci_low"])
-        else "n/a (too few prompts)"
-    )
-    nums = {
-        "draft": a["draft"],
-        "contexts": f"{c0} -> {c1}",
-        "Q = tokens per call ratio, same prompts": ratio(f.q),
-        "acceptance change, same prompts": ci(a["acceptance_change"], 1, 100.0, " pts"),
-        "acceptance change with its own half of the prompts per context (95% range)": swap_txt,
-        "published fall 10 -> 100": num(100 * earlier_drop()["drop"], 2, " pts"),
-    }
-    text = (
-        f"With {docs}, the tokens per call of `{a['draft']}` in timed runs go from "
-        f"{f.q.get('at_c0', math.nan):.2f} to {f.q.get('at_c1', math.nan):.2f} from context {c0} "
-        f"to {c1}: Q = {ratio(f.q)} against the threshold {rules.MATERIAL_RATIO:.2f}: "
-        f"**{f.label}** (acceptance {ci(a['acceptance_change'], 1, 100.0, ' points')}). Giving "
-        f"each context its own random half of the prompts instead spreads the acceptance change "
-        f"over {swap_txt}."
-    )
-    shows = (
-        "whether a fall in measured acceptance remains when every context sees the same "
-        f"prompts, and how much random prompt sets of this size alone move it, on {scope(p)}."
-    )
-    cannot = (
-        "whether the earlier study's contexts saw different prompts, or prompts that "
-        "differed systematically: its prompt lists are not available."
-    )
-    return _verdict(f, p, text, nums, shows=shows, cannot=cannot)
-
-
-PROSE = {"H1": h1_prose, "H2": h2_prose, "H3": h3_prose, "H4": h4_prose}
-
-
-def verdicts(p: Profile) -> list[HypothesisVerdict]:
-    """The profile's verdicts on H1..H4, in words."""
-    return [PROSE[f.key](f, p) for f in findings(p, earlier_recomputed())]
-
-
 def h3_per_draft(res: ExperimentResult) -> pd.DataFrame | None:
     """The ladder: every draft of the replay, by level, with its 10 -> 100 change on each scale
-    and its own label under H3's rule (the verdict is the draft nearest the published level's)."""
+    and what H3's rule says of it alone: falls, holds, undecided, or no test of H3."""
     rows = []
     for r in ladder(res):
         ch = r["change"]
@@ -347,10 +255,7 @@ def h3_per_draft(res: ExperimentResult) -> pd.DataFrame | None:
                 f"agreement at {c0} (own continuation)": pct(r["level"], 1),
                 f"tokens per call ratio {c1} / {c0}": ratio(ch["tokens_per_call"]),
                 "acceptance change (pts)": ci(ch["acceptance"], 1, 100.0),
-                "rejection-rate ratio": ratio(ch["rejection_ratio"], 2),
-                "n documents": ch["tokens_per_call"].get("n"),
-                "detectable at 80% power": num(r["power"].detectable, 3),
-                "label under H3's rule": r["label"] or "(not a test of H3)",
+                "under H3's rule": DRAFT_WORD.get(r["label"], "not a test of H3"),
             }
         )
     return pd.DataFrame(rows) if rows else None
@@ -361,11 +266,15 @@ def verdict_table(vs: Sequence[HypothesisVerdict]) -> pd.DataFrame:
     return pd.DataFrame([v.row() for v in vs])
 
 
-def verdicts_markdown(vs: Sequence[HypothesisVerdict]) -> str:
-    """The verdicts as a Markdown list: key, hypothesis, label and reason."""
-    return "\n".join(f"- **{v.key} ({v.hypothesis}): {v.label}.** {v.text}" for v in vs)
-
-
 def rule_markdown(key: str) -> str:
-    """The rule of hypothesis `key`, as the chapter prints it before the numbers."""
-    return admonition(rules.RULES[key], "note", f"Rule for {key} (fixed before the runs)")
+    """The rule of hypothesis `key` as the chapter prints it before the numbers: the rule, then
+    each revision with its date and reason (rules.REVISIONS)."""
+    revs = rules.revisions(key)
+    text = rules.RULES[key]
+    for r in revs:
+        when = "after the numbers it decides existed" if r.after_numbers else "before the runs"
+        text += f"\n\n*Revised {r.date}, {when}.* {r.reason}"
+    title = f"Rule for {key}" + (
+        f" (revised {revs[-1].date})" if revs else " (fixed before the runs)"
+    )
+    return admonition(text, "note", title)

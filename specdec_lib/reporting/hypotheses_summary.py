@@ -1,12 +1,11 @@
-"""What the chapters build from the hypotheses' verdicts (reporting.hypotheses): the paradox
-chapter's bottom line, the introduction's key numbers, the earlier study's own pair measured on a
-T4 beside them (`t4_beside`) and whether the replay reproduced the timed runs. Decides nothing:
-labels come from the findings, numbers from results.
+"""What the chapters build from the hypotheses' verdicts (reporting.hypotheses): the key
+numbers, the earlier study's own pair measured on a T4 beside them (`t4_beside`) and whether the
+replay reproduced the timed runs. The bottom line is the paradox chapter's own text. Decides
+nothing: labels come from the findings, numbers from results.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -48,7 +47,7 @@ def t4_beside(p: Profile, root: Any = None) -> str:
         )
 
     def cell(v: HypothesisVerdict) -> str:
-        return f"{v.label}: {v.short()}" if v.numbers else v.label
+        return f"{v.verdict}: {v.short()}" if v.numbers else v.verdict
 
     columns = [(p, {v.key: v for v in verdicts(p)})]
     columns += [(q, {v.key: v for v in verdicts(q)}) for q in found]
@@ -61,60 +60,6 @@ def t4_beside(p: Profile, root: Any = None) -> str:
     return (
         f"The same rules on the earlier study's pair, measured on a T4 "
         f"({', '.join(f'`{q.name}`' for q in found)}), beside `{p.name}`:\n\n" + md_table(rows)
-    )
-
-
-BOTTOM_LINE_CLAUSE = {  # the bottom line's clause for each hypothesis and label
-    "H1": {
-        rules.SUPPORTED: "Decoding without a KV cache makes long contexts much slower per token "
-        "than decoding with one",
-        rules.NOT_SUPPORTED: "Turning the KV cache off does not make long contexts materially "
-        "slower per token",
-        rules.INCONCLUSIVE: "Whether recomputation makes long contexts materially slower is not "
-        "settled by these runs",
-    },
-    "H2": {
-        rules.SUPPORTED: "the earlier study's speedups all divide one context-20 baseline, and a "
-        "baseline's own time changes enough with context for that to misstate them",
-        rules.NOT_SUPPORTED: "one divisor does not explain the published speedups here",
-        rules.INCONCLUSIVE: "the published speedups all divide one context-20 baseline, but our "
-        "baseline's growth with context is too uncertain to say how much that matters",
-    },
-    "H3": {
-        rules.SUPPORTED: "a draft at the published level that computes apart from the target "
-        "does lose a material share of its tokens per call between 10 and 100 tokens of context",
-        rules.NOT_SUPPORTED: "a draft at the published level that computes apart from the target "
-        "does not lose a material share of its tokens per call between 10 and 100 tokens",
-        rules.INCONCLUSIVE: "whether a draft at the published level loses a material share of its "
-        "tokens per call between 10 and 100 tokens is not settled by these runs",
-    },
-    "H4": {
-        rules.SUPPORTED: "with the prompts held fixed, no material fall in tokens per call "
-        "remains in timed runs",
-        rules.NOT_SUPPORTED: "a material fall in tokens per call remains in timed runs with the "
-        "prompts held fixed",
-        rules.INCONCLUSIVE: "whether a fall in tokens per call remains in timed runs with the "
-        "prompts fixed is not settled by these runs",
-    },
-}
-
-
-def bottom_line(p: Profile, vs: Sequence[HypothesisVerdict] | None = None) -> str:
-    """The chapter's plain-language bottom line, assembled from the verdicts' labels."""
-    v = {x.key: x for x in (vs if vs is not None else verdicts(p))}
-    parts = []
-    for key in ("H1", "H2", "H3", "H4"):
-        x = v.get(key)
-        if x is None or x.label not in BOTTOM_LINE_CLAUSE[key]:
-            parts.append(f"{key} was not tested with this profile's results")
-        else:
-            parts.append(f"{BOTTOM_LINE_CLAUSE[key][x.label]} ({key}: {x.label})")
-    parts = [x[0].lower() + x[1:] if x[1:2].islower() else x for x in parts]
-    return (
-        f"On {scope(p)}: {parts[0]}; {parts[1]}; {parts[2]}; and {parts[3]}. "
-        "None of this says what happened inside the earlier study's own runs, whose code, "
-        "prompts and models we do not have; it says which of the four explanations can produce "
-        "a fall of the published size in a setting we can measure."
     )
 
 
@@ -174,10 +119,10 @@ def _agreement_key_rows(agr: ExperimentResult) -> list[dict[str, Any] | None]:
     return rows
 
 
-KEY_QUANTITY = {  # the verdict quantities the introduction shows: (what, source, in points)
+KEY_QUANTITY = {  # the verdict quantities the key numbers show: (what, source, in points)
     "H1": ("baseline slowdown, cache off / on", "context sweeps", False),
-    "H2": ("baseline time at 100 / at 20", "context_sweep", False),
-    "H4": ("tokens per call ratio 100 / 10, same prompts", "context_sweep", False),
+    "H2": ("baseline time at 100 / at 20, cache off", "context_sweep_nocache", False),
+    "H4": ("acceptance fall 2.5% of random prompt halves reach", "context_sweep", True),
 }
 
 

@@ -428,7 +428,7 @@ def showed(summary: dict) -> str | None:
         parts.append("**What it showed.** " + "; ".join(lines) + ".")
     if hs := bears_on(exp):
         parts.append(f"These files feed {', '.join(hs)}, decided in the paradox chapter "
-                     f"(`{PARADOX}`) by rules fixed before the numbers.")  # fmt: skip
+                     f"(`{PARADOX}`), where each rule says when it was fixed.")  # fmt: skip
     return " ".join(parts) or None
 
 

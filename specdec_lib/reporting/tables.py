@@ -10,7 +10,7 @@ import pandas as pd
 from specdec_lib.reporting.earlier import earlier_table
 from specdec_lib.reporting.format import as_float, central, ci, ci_pct, finite, num, pct
 from specdec_lib.results.catalog import BASELINE
-from specdec_lib.results.read import Profile, role_arm, stored_sweep_table
+from specdec_lib.results.read import Profile, experiment_arms, role_arm, stored_sweep_table
 from specdec_lib.results.store import ExperimentResult
 
 EARLIER_WAY = "speedup (earlier study's way)"
@@ -27,24 +27,27 @@ def study_table(p: Profile) -> pd.DataFrame | None:
         ref_wall = as_float(
             (sweep.summary.get("earlier_style") or {}).get("reference_total_wall_s")
         )
-        bigram, trans = role_arm(sweep, "bigram"), role_arm(sweep, "transformer")
+        bigram = role_arm(sweep, "bigram")
+        drafts = [a for a in sweep_draft_arms(sweep) if a != bigram]
         out = []
         base_at = t[t["method"] == BASELINE].set_index("context")
         if ref in base_at.index:
             b = base_at.loc[ref]
             out.append(_study_row("baseline autoregressive", ref, b, ref_wall, True))
-        for arm, label, contexts in (
-            (bigram, "bigram", [ref]),
-            (trans, f"transformer draft ({trans})", sorted(t["context"].unique())),
-        ):
-            if arm is None:
-                continue
+        plan = [(bigram, "bigram", [ref])] if bigram else []
+        plan += [(a, f"transformer draft ({a})", sorted(t["context"].unique())) for a in drafts]
+        for arm, label, contexts in plan:
             rows = t[t["method"] == arm].set_index("context")
             for c in contexts:
                 if c in rows.index:
                     out.append(_study_row(label, c, rows.loc[c], ref_wall, False))
         return pd.DataFrame(out) if out else None
     return _study_table_single(p)
+
+
+def sweep_draft_arms(res: ExperimentResult) -> list[str]:
+    """A sweep's drafting arms as it ran them (results.read.experiment_arms)."""
+    return [a for a in experiment_arms(res) if a != BASELINE]
 
 
 COST_EXPERIMENTS = ("transformer_draft", "k_sweep", "peers")  # where a draft's c is measured

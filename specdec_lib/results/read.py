@@ -13,11 +13,11 @@ from typing import Any
 
 import pandas as pd
 
+from specdec_lib import ROOT
 from specdec_lib.errors import SpecdecError
 from specdec_lib.results.catalog import EXPERIMENTS
 from specdec_lib.results.schema import result_problem
 from specdec_lib.results.store import ExperimentResult, load_result
-from specdec_lib import ROOT
 
 DEFAULT_PROFILE = "embedded"
 REAL_PROFILES = ("embedded", "colab-t4")
@@ -110,17 +110,29 @@ def profiles_with_results(root: Path | None = None, include: Iterable[str] = ())
 
 
 def role_arm(res: ExperimentResult | None, role: str) -> str | None:
-    """The arm that plays a role (the result's own record, else by draft), or None."""
+    """The arm that plays a role (the result's own record, else by draft), or None. The record
+    is profile-wide (the role's draft may not have run in this experiment): a recorded arm
+    that is not one of this result's arms is no answer."""
     if res is None:
         return None
     arm = res.role(role)
-    if arm:
+    if arm and arm in experiment_arms(res):
         return arm
     drafts = {"bigram": "bigram", "ngram": "ngram"}
     for name, s in res.arms.items():
         if drafts.get(role) and s.get("draft") == drafts[role]:
             return name
     return None
+
+
+def experiment_arms(res: ExperimentResult) -> list[str]:
+    """Every arm an experiment ran: its config's arms, its summary's, and the methods of a
+    sweep's stored table (a sweep's summary has no `arms`), in that order, each once."""
+    arms = list(res.config.get("arms") or {}) + list(res.arms)
+    table = res.summary.get("table")
+    if isinstance(table, list):
+        arms += [r["method"] for r in table if isinstance(r, dict) and r.get("method")]
+    return list(dict.fromkeys(arms))
 
 
 def stored_sweep_table(res: ExperimentResult | None) -> pd.DataFrame | None:

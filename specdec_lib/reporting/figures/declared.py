@@ -1,18 +1,25 @@
 """Draws the figures an experiment declares (`results.catalog`) into a folder: what
 `study.setup` gives the runner as `Study.draw` for each result directory's `figures/` (and W&B
-logs from there).
+logs from there); and says in words what each declared figure shows (`alt_text`: the first line
+of its drawing function's docstring), which the book gives the executed notebooks' images as
+their alt text.
 Knows nothing about how the summary or rows were computed.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
 from specdec_lib.reporting.figures.style import save
+from specdec_lib.results import catalog
 from specdec_lib.results.catalog import experiment as declaration
 from specdec_lib.results.declare import load
+
+# how a notebook's reading captions a figure under it (reporting.readings.display_reading)
+CAPTION_RE = re.compile(r"Figure (\d+) \((?:`)?([\w.-]+\.png)(?:`)?\)\.")
 
 
 def draw(
@@ -33,3 +40,25 @@ def draw(
             save(fig, d / figure.file)
             out.append(d / figure.file)
     return out
+
+
+def alt_text(file: str, experiments: Sequence[str] = ()) -> str | None:
+    """What the declared figure `file` shows, in one sentence (the first docstring line of the
+    function that draws it), looked up among `experiments` first, then every declaration; None
+    when no experiment declares that file."""
+    declared = [e for _, e in catalog.declared().values()]
+    ordered = [e for e in declared if e.name in experiments] + declared
+    for e in ordered:
+        for figure in e.figures:
+            if figure.file == file:
+                doc = (load(figure.draw).__doc__ or "").strip()
+                return " ".join(doc.split("\n\n")[0].split()) or None
+    return None
+
+
+def notebook_experiments(name: str) -> list[str]:
+    """The experiments a study notebook (`04_context_sweep`) runs, by name; [] for another."""
+    for nb in (catalog.QUICK, *catalog.STUDY):
+        if nb.name == name:
+            return [load(r).name for r in nb.experiments]
+    return []

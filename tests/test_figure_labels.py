@@ -233,3 +233,42 @@ def test_h4_confound_shows_the_same_prompts_interval_as_a_bar_not_a_band(embedde
     assert spans == []  # no shaded band as wide as most of the axis
     labels = _legend_texts(ax.figure)
     assert any(t.startswith("same prompts, 95% CI (n = ") for t in labels)
+
+
+def test_redraw_replaces_a_stored_figure_and_the_executed_notebooks_copy_of_it(tmp_path):
+    """`declared.redraw` draws a result's figures again from its stored files and swaps the new
+    PNG in wherever the profile's executed notebook showed the old one, so the notebook still
+    shows every stored figure byte for byte (runner.keep) and nothing else changes."""
+    import base64
+    import shutil
+
+    import nbformat
+
+    from specdec_lib.reporting.figures import declared
+    from specdec_lib.runner.keep import shown_images
+
+    src = ROOT / "results" / "embedded"
+    prof = tmp_path / "embedded"
+    shutil.copytree(src / "baseline", prof / "baseline")
+    (prof / "notebooks").mkdir()
+    shutil.copy(src / "notebooks" / "01_baseline.ipynb", prof / "notebooks")
+    png = prof / "baseline" / "figures" / "tokens_per_s.png"
+    png.write_bytes(style.png_bytes(R.fig_earlier_study()))  # a stand-in "old" figure
+    old = base64.b64encode(png.read_bytes()).decode()
+    nb_path = prof / "notebooks" / "01_baseline.ipynb"
+    nb = nbformat.read(nb_path, as_version=4)
+    cell = nbformat.v4.new_code_cell("show()")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": old})]
+    nb.cells.append(cell)
+    nbformat.write(nb, nb_path)
+    before = [c.source for c in nb.cells]
+
+    changed = declared.redraw(prof)
+
+    assert png in changed and nb_path in changed
+    new = base64.b64encode(png.read_bytes()).decode()
+    assert new != old and Image.open(png).info[style.FONT_PX_KEY]
+    after = nbformat.read(nb_path, as_version=4)
+    assert new in shown_images(after) and old not in shown_images(after)
+    assert [c.source for c in after.cells] == before
+    assert declared.redraw(prof) == []  # drawn from the same files: the same bytes again

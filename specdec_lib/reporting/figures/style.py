@@ -189,6 +189,8 @@ def legend_outside(ax: Any, axes: Sequence[Any] = (), **kw: Any) -> None:
     leg = fig.legend(list(handles.values()), labels, loc="outside lower center",
                      ncols=ncols, frameon=False, **kw)  # fmt: skip
     fig._specdec_legend = leg
+    lines = sum(label.count("\n") + 1 for label in labels)
+    fig.set_figheight(fig._specdec_height + 0.3 * lines / ncols + 0.5)  # room to measure it in
     fig.draw_without_rendering()
     grow = leg.get_window_extent().height / fig.dpi
     fig.set_figheight(fig._specdec_height + grow)

@@ -222,7 +222,7 @@ def spaced_ticks(ax: Any, ticks: Sequence[int], which: str = "x") -> list[int]:
     """The ticks whose labels fit side by side on this axis (first and last kept first)."""
     if len(ticks) < 3 or which != "x":  # stacked labels on a y axis never touch sideways
         return list(ticks)
-    inches = ax.get_position().width * ax.figure.get_figwidth()
+    inches = ax.get_position().width * ax.get_figure(root=True).get_figwidth()
     span = math.log(ticks[-1] / ticks[0])
     char = 0.6 * 12.65 / 72  # a tick label's character width (the theme's size), inches
 

@@ -6,6 +6,11 @@ pointed at the source notebook in the repository (notebooks/NN_name.ipynb, whose
 itself up in Colab). The chapter pages are MyST Markdown, which Colab cannot open, so their
 launch group is dropped (the page's download menu still offers the executed .ipynb).
 
+Gives the executed notebooks' figures alt text that says what each shows: a notebook displays a
+result directory's PNG followed by its caption, "*Figure i (`file.png`).* ...", and the image
+(which myst-nb would otherwise label with its own file path) gets "Figure i: " and the sentence
+`specdec_lib.reporting.figures.declared.alt_text` gives for that declared file.
+
 Also sets the copyright year from the build date (not a year typed into _config.yml), adds
 book/_static/specdec.css (compact tables), and serves MathJax 3 from the book itself:
 the `mathjax` files of the PyPI package `django-static-mathjax` (requirements.txt) are copied
@@ -23,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from docutils import nodes
 from sphinx.errors import ExtensionError
 
 STAGED = "book/experiments/"
@@ -51,6 +57,36 @@ def _retarget(app, pagename: str, templatename: str, context: dict[str, Any], do
     else:
         for group in groups:
             buttons.remove(group)
+
+
+def caption_after(image: nodes.image) -> str:
+    """The text of the first paragraph after an image, in document order ('' if none)."""
+    for para in image.findall(nodes.paragraph, include_self=False, siblings=True, ascend=True):
+        return para.astext()
+    return ""
+
+
+def notebook_alt(image: nodes.image, experiments: list[str]) -> str | None:
+    """'Figure i: what it shows' for a notebook image captioned as a declared figure, or None."""
+    from specdec_lib.reporting.figures import declared
+
+    m = declared.CAPTION_RE.search(caption_after(image))
+    if not m:
+        return None
+    said = declared.alt_text(m.group(2), experiments)
+    return f"Figure {m.group(1)}: {said}" if said else None
+
+
+def _figure_alt(app, doctree) -> None:
+    docname = app.env.docname
+    if not docname.startswith(STAGED):
+        return
+    from specdec_lib.reporting.figures import declared
+
+    experiments = declared.notebook_experiments(docname[len(STAGED) :])
+    for image in doctree.findall(nodes.image):
+        if not image.get("alt") and (alt := notebook_alt(image, experiments)):
+            image["alt"] = alt
 
 
 def mathjax_source() -> Path | None:
@@ -105,6 +141,7 @@ def _copyright(app, config) -> None:
 def setup(app):
     app.connect("config-inited", _copyright)
     app.connect("builder-inited", _static)
+    app.connect("doctree-read", _figure_alt)
     app.add_css_file("specdec.css")
     # after sphinx-book-theme's add_launch_buttons (501), before the header is rendered
     app.connect("html-page-context", _retarget, priority=502)

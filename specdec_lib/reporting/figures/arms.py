@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 
 from specdec_lib.reporting.figures.style import (
+    PART_COLORS,
+    color_of,
     column,
     errorbars,
     integer_axis,
@@ -32,7 +34,7 @@ def tokens_per_s(rows: Any) -> Any:
 
     tps = [float(r["tokens_per_s"]) for r in records(rows)]
     fig, (ax,) = new_figure(1, 5.2, 3.5)
-    sns.histplot(tps, ax=ax, bins=min(20, max(len(tps), 2)))
+    sns.histplot(tps, ax=ax, bins=min(20, max(len(tps), 2)), color=color_of(BASELINE))
     med = float(np.median(tps)) if tps else np.nan
     ax.axvline(med, color="k", ls="--", label=f"median {med:.1f}")
     ax.set(xlabel="tokens / s per prompt (autoregressive, KV cache)", ylabel="prompts")
@@ -43,8 +45,6 @@ def tokens_per_s(rows: Any) -> Any:
 
 def speedup_bars(arms: dict[str, Any]) -> Any:
     """The paired speedup of every drafting arm, with its 95% interval."""
-    import seaborn as sns
-
     names = [m for m in arms if m != BASELINE]
     if not names:
         return None
@@ -55,7 +55,7 @@ def speedup_bars(arms: dict[str, Any]) -> Any:
         [v[0] for v in vals],
         yerr=np.array([[v[1] for v in vals], [v[2] for v in vals]]),
         capsize=5,
-        color=sns.color_palette()[: len(names)],
+        color=[color_of(m) for m in names],
     )
     ax.axhline(1.0, color="k", lw=1)
     ax.set(ylabel="speedup vs paired baseline", title="speedup (95% CI)")
@@ -70,10 +70,10 @@ def position_acceptance(arms: dict[str, Any]) -> Any:
     fig, (ax,) = new_figure(1, 5.2, 3.6)
     for m, s in drafted.items():
         pa = [np.nan if y is None else 100 * y for y in s["position_acceptance"]]
-        line = ax.plot(range(1, len(pa) + 1), pa, marker="o", label=m)[0]
+        ax.plot(range(1, len(pa) + 1), pa, marker="o", label=m, color=color_of(m))
         iid = s.get("per_token_acceptance_iid")
         if iid is not None and np.isfinite(iid):
-            ax.axhline(100 * iid, ls=":", lw=1, color=line.get_color())
+            ax.axhline(100 * iid, ls=":", lw=1, color=color_of(m))
     ax.set(
         xlabel="draft position i",
         ylabel="P(accept i | 1..i-1) (%)",
@@ -95,7 +95,7 @@ def accepted_histogram(arms: dict[str, Any]) -> Any:
     for j, (m, s) in enumerate(drafted):
         h = np.asarray(s["accepted_histogram"], dtype=float)
         x = np.arange(h.size) + (j - (len(drafted) - 1) / 2) * width
-        ax.bar(x, h / max(h.sum(), 1), width=width, label=m)
+        ax.bar(x, h / max(h.sum(), 1), width=width, label=m, color=color_of(m))
     ax.set(xlabel="drafted tokens accepted per verification", ylabel="share of verifications")
     integer_axis(ax.xaxis)
     legend_outside(ax)
@@ -121,7 +121,7 @@ def time_split(rows: Any) -> Any:
     fig, (ax,) = new_figure(1, 5.2, 0.55 * len(methods) + 1.6)
     left = np.zeros(len(methods))
     for key, vals in parts.items():
-        ax.barh(methods, vals, left=left, label=key)
+        ax.barh(methods, vals, left=left, label=key, color=PART_COLORS[key])
         left += np.array(vals)
     ax.invert_yaxis()  # first arm on top
     ax.set(xlabel="seconds, summed over prompts", title="where the time goes")
@@ -170,7 +170,7 @@ def _bars_by_temperature(ax, rows: list[dict[str, Any]], methods: list[str], key
         v, lo, hi = (column(rs, k) for k in (key, f"{key}_ci_low", f"{key}_ci_high"))
         x = np.arange(len(rs)) + j * width
         err = [np.nan_to_num(v - lo), np.nan_to_num(hi - v)]
-        ax.bar(x, v, width=width, yerr=err, capsize=4, label=m)
+        ax.bar(x, v, width=width, yerr=err, capsize=4, label=m, color=color_of(m))
 
 
 def sampling_speedup(summary: dict[str, Any]) -> Any:
@@ -181,7 +181,7 @@ def sampling_speedup(summary: dict[str, Any]) -> Any:
     methods = list(dict.fromkeys(r["method"] for r in rows))
     temps = summary["temperatures"]
     width = 0.8 / len(methods)
-    fig, axes = new_figure(2, 8.5, 3.8)
+    fig, axes = new_figure(2, height=3.8)
     for ax, key, label in zip(axes, ("speedup", "acceptance_rate"), ("speedup", "acceptance rate"),
                               strict=True):  # fmt: skip
         _bars_by_temperature(ax, rows, methods, key)
@@ -206,7 +206,7 @@ def distribution_check(summary: dict[str, Any]) -> Any:
     fig, (ax,) = new_figure(1, 5.2, 3.8)
     for j, m in enumerate(methods):
         bars = ax.bar(np.arange(len(temps)) + w * j, [checks[t][m]["tvd"] or 0.0 for t in temps],
-                      width=w, label=m)  # fmt: skip
+                      width=w, label=m, color=color_of(m))  # fmt: skip
         for b, t in zip(bars, temps, strict=True):
             p = checks[t][m]["p_value"]
             ax.annotate("p=n/a" if p is None else f"p={p:.2f}", (b.get_x() + w / 2, b.get_height()),
@@ -228,21 +228,23 @@ def distribution_check(summary: dict[str, Any]) -> Any:
 def peers(summary: dict[str, Any]) -> Any:
     """Tokens per second of our decoders and Hugging Face generate, with the share of outputs
     identical to greedy written inside each bar's foot."""
-    import seaborn as sns
-
     t = summary.get("table") or []
     if not t:
         return None
     fig, (ax,) = new_figure(1, max(MIN_WIDTH, 1.5 + 1.1 * len(t)), 4.2)
     v, lo, hi = (column(t, k) for k in ("tokens_per_s", "tokens_per_s_ci_low",
                                          "tokens_per_s_ci_high"))  # fmt: skip
-    colors = [sns.color_palette()[0 if r["implementation"] == "ours" else 1] for r in t]
-    ax.bar([r["method"] for r in t], v, yerr=[v - lo, hi - v], capsize=4, color=colors)
+    ours = [r["implementation"] == "ours" for r in t]
+    bars = ax.bar([r["method"] for r in t], v, yerr=[v - lo, hi - v], capsize=4,
+                  color=[color_of(r["method"]) for r in t])  # fmt: skip
+    for bar, mine in zip(bars, ours, strict=True):
+        if not mine:
+            bar.set_hatch("//")
     for i, r in enumerate(t):  # inside the bar's foot, where no whisker or neighbour reaches
         ax.annotate(f"{r['identical_to_baseline']:.0%}", (i, 0), xytext=(0, 4),
                     textcoords="offset points", ha="center", va="bottom", rotation=90,
                     color="white", fontsize="small")  # fmt: skip
-    ax.set(ylabel="tokens / s (median, 95% CI)", title="ours (blue) vs HF generate (orange)")
+    ax.set(ylabel="tokens / s (median, 95% CI)", title="ours (plain) vs HF generate (hatched)")
     ax.tick_params(axis="x", labelrotation=30)
     for label in ax.get_xticklabels():
         label.set_horizontalalignment("right")
@@ -304,24 +306,23 @@ def training_curve(
         return None
     agreement = {k: v for k, v in series.items() if "agree" in k}
     rest = {k: v for k, v in series.items() if k not in agreement}
-    fig, axes = new_figure(2 if agreement and rest else 1, 9.0 if agreement and rest else 5.2, 3.6)
+    fig, axes = new_figure(2 if agreement and rest else 1, height=3.6)
     if rest:
         for k, v in rest.items():
-            axes[0].plot(x[: len(v)], v, label=k)
+            axes[0].plot(x[: len(v)], v, label=k, color=color_of(name) if k == "loss" else None)
         axes[0].set(xlabel="training step", ylabel="loss" if list(rest) == ["loss"] else "value",
                     title=f"{name}: training loss")  # fmt: skip
-        if len(rest) > 1:
-            axes[0].legend(fontsize="small", frameon=False)
+
     if agreement:
         ax = axes[-1]
         for k, v in agreement.items():
             label = TRAINING_AGREEMENT if k == "agreement" else k
-            ax.plot(x[: len(v)], [100 * y for y in v], label=label)
+            ax.plot(x[: len(v)], [100 * y for y in v], label=label, color=color_of(name))
         ev = [float(e) for e in (evaluation or []) if np.isfinite(e)]
         if ev:
-            ax.axhspan(100 * min(ev), 100 * max(ev), color="tab:red", alpha=0.2,
+            ax.axhspan(100 * min(ev), 100 * max(ev), color=color_of(name), alpha=0.2,
                        label=EVALUATION_AGREEMENT + ",\nrange over contexts")  # fmt: skip
         ax.set(xlabel="training step", ylabel="agreement (%)", ylim=(0, 100),
                title=f"{name}: agreement")  # fmt: skip
-        ax.legend(loc="upper left", frameon=False, fontsize="x-small")  # above the curve
+    legend_outside(axes[-1], axes=axes[:-1])
     return fig

@@ -16,6 +16,8 @@ import pandas as pd
 
 from specdec_lib.analysis import stats
 from specdec_lib.reporting.figures.style import (
+    MAX_WIDTH,
+    color_of,
     errorbars,
     legend_outside,
     log_axis,
@@ -49,12 +51,11 @@ def speedup_panel(ax, summary: dict[str, Any], names: dict[str, str], earlier: b
     reference context's baseline time / the row's time (dashed, the baseline's own included)."""
     ref = (summary.get("earlier_style") or {}).get("reference_context", 20)
     for arm, g in _by_method(summary["table"]).items():
-        color = None
+        color = color_of(arm)
         name = names.get(arm, arm)
         if arm != BASELINE:
-            line = errorbars(ax, g["context"], *_ci(g, "speedup"),
-                             f"{name} vs the baseline at the same context")  # fmt: skip
-            color = line[0].get_color()
+            errorbars(ax, g["context"], *_ci(g, "speedup"),
+                      f"{name} vs the baseline at the same context", color=color)  # fmt: skip
         if earlier and "earlier_style_speedup" in g:
             errorbars(ax, g["context"], *_ci(g, "earlier_style_speedup"),
                       f"{name} vs the baseline at context {ref} (earlier study's way)",
@@ -82,10 +83,10 @@ def earlier_style_vs_paired(
     summaries = [s for s in summaries if s and s.get("table")]
     if not summaries:
         return None
-    fig, axes = new_figure(len(summaries), 5.0 * len(summaries), 4.2)
+    fig, axes = new_figure(len(summaries), MAX_WIDTH, 3.6)
     for ax, summary in zip(axes, summaries, strict=True):
         speedup_panel(ax, summary, names or {}, earlier=True)
-    legend_outside(axes[-1], axes=axes[:-1], fontsize="small")
+    legend_outside(axes[-1], axes=axes[:-1])
     return fig
 
 
@@ -103,7 +104,7 @@ def acceptance_vs_context(summary: dict[str, Any], names: dict[str, str] | None 
     for arm, g in drafting.items():
         n = int(g["n_prompts"].min()) if "n_prompts" in g else None
         label = (names or {}).get(arm, arm) + (f" (n = {n})" if n else "")
-        errorbars(ax, g["context"], *_ci(g, "acceptance_rate", 100.0), label)
+        errorbars(ax, g["context"], *_ci(g, "acceptance_rate", 100.0), label, color=color_of(arm))
     log_axis(ax, _contexts(summary))
     ax.set(xlabel="context (tokens)", ylabel="acceptance rate (%)", ylim=(0, 102),
            title=f"measured acceptance ({_tag(summary)}, 95% CI)")  # fmt: skip
@@ -117,7 +118,8 @@ def time_vs_context(summary: dict[str, Any], names: dict[str, str] | None = None
         return None
     fig, (ax,) = new_figure(1, 5.2, 3.9)
     for arm, g in _by_method(summary["table"]).items():
-        ax.plot(g["context"], g["total_wall_s"], marker="o", label=(names or {}).get(arm, arm))
+        ax.plot(g["context"], g["total_wall_s"], marker="o", label=(names or {}).get(arm, arm),
+                color=color_of(arm))  # fmt: skip
     log_axis(ax, _contexts(summary))
     ax.set(xlabel="context (tokens)", ylabel="total seconds (all prompts)",
            title=f"time vs context ({_tag(summary)})")  # fmt: skip
@@ -145,7 +147,6 @@ def time_per_token(sweeps: dict[str, pd.DataFrame], names: dict[str, str] | None
         return None
     fig, (ax,) = new_figure(1, 5.2, 3.9)
     contexts: set[int] = set()
-    colors: dict[str, Any] = {}  # one colour per arm, cache on and off alike
     n_prompts: set[int] = set()
     for tag, rows in sweeps.items():
         g = ms_per_token(rows)
@@ -154,17 +155,16 @@ def time_per_token(sweeps: dict[str, pd.DataFrame], names: dict[str, str] | None
         for arm, h in g.groupby("method"):
             h = h.sort_values("context")
             ls = "--" if tag == "cache off" else "-"
-            line = errorbars(ax, h["context"], h["ms_per_token"], h["ci_low"], h["ci_high"],
-                             f"{(names or {}).get(arm, arm)}, {tag}", ls=ls,
-                             color=colors.get(arm))  # fmt: skip
-            colors.setdefault(arm, line[0].get_color())
+            errorbars(ax, h["context"], h["ms_per_token"], h["ci_low"], h["ci_high"],
+                      f"{(names or {}).get(arm, arm)}, {tag}", ls=ls,
+                      color=color_of(arm))  # one colour per arm, cache on and off alike # fmt: skip
     log_axis(ax, contexts)
     ax.set_yscale("log")
     plain_log_axis(ax.yaxis)
     n = f"n = {min(n_prompts)} prompts, " if n_prompts else ""
     ax.set(xlabel="context (tokens)", ylabel="ms per generated token",
            title=f"time per token vs context ({n}95% CI)")  # fmt: skip
-    legend_outside(ax, fontsize="small")
+    legend_outside(ax)
     return fig
 
 
@@ -172,7 +172,7 @@ def _published_acceptance(ax, published: pd.DataFrame | None) -> None:
     if published is None:
         return
     t = published[published["strategy"] == "transformer draft"].sort_values("context")
-    ax.plot(t["context"], t["acceptance_pct"], "s:", color="tab:red",
+    ax.plot(t["context"], t["acceptance_pct"], "s:", color=color_of("earlier"),
             label="earlier study, as reported")  # fmt: skip
 
 
@@ -194,17 +194,21 @@ def change_panel(
     """Each draft's change (points) with its 95% CI on its own row, on an axis scaled to the
     changes, beside zero and the change the published acceptance implies (`reference`)."""
     rows = list(changes.items())
-    for i, (_, ch) in enumerate(rows):
+    for i, (d, ch) in enumerate(rows):
         v, lo, hi = (100 * float(ch[k]) for k in ("value", "ci_low", "ci_high"))
-        ax.errorbar([v], [i], xerr=[[v - lo], [hi - v]], fmt="o", color="black", capsize=3)
-    ax.set_yticks(range(len(rows)), [f"{names.get(d, d)} (n = {ch.get('n')})" for d, ch in rows])
+        ax.errorbar([v], [i], xerr=[[v - lo], [hi - v]], fmt="o", color=color_of(d), capsize=3)
+    ns = {ch.get("n") for _, ch in rows}
+    each = len(ns) > 1  # one n for all: said once, in the title
+    ticks = [names.get(d, d) + (f" (n = {ch.get('n')})" if each else "") for d, ch in rows]
+    ax.set_yticks(range(len(rows)), ticks)
     ax.axvline(0.0, color="grey", lw=1, label="no change")
     if reference is not None:
-        ax.axvline(100 * reference, color="tab:red", ls="--",
+        ax.axvline(100 * reference, color=color_of("earlier"), ls="--",
                    label="the fall the published acceptance implies")  # fmt: skip
     c = next((ch.get("contexts") for _, ch in rows if ch.get("contexts")), None)
     span = f" {c[0]} -> {c[1]}" if c else ""
-    ax.set(xlabel=f"agreement change{span} (points)", title="the tested change, 95% CI")
+    n = "" if each or not ns else f", n = {next(iter(ns))}"
+    ax.set(xlabel=f"agreement change{span} (points)", title=f"the tested change (95% CI{n})")
     ax.invert_yaxis()
 
 
@@ -226,33 +230,42 @@ def agreement_vs_context(
     implied = "implied_acceptance" in tab
     changes = agreement_changes(summary)
     n_panels = 1 + implied + bool(changes)
-    fig, axes = new_figure(n_panels, 4.6 * n_panels, 4.0)
+    fig, axes = new_figure(n_panels, MAX_WIDTH, 3.4)
     axes = list(axes)
     names = {"target_vs_text": "target vs the real next token", **(names or {})}
     for d, g in tab.groupby("draft", sort=False):
         g = g.sort_values("context")
         ls = "--" if d == "target_vs_text" else "-"
         lo, hi = 100 * g["ci_low"], 100 * g["ci_high"]
-        errorbars(axes[0], g["context"], 100 * g["agreement"], lo, hi, names.get(d, d), ls=ls)
+        errorbars(axes[0], g["context"], 100 * g["agreement"], lo, hi, names.get(d, d), ls=ls,
+                  color=color_of(d))  # fmt: skip
         if implied and d != "target_vs_text":
-            errorbars(axes[1], g["context"], *_ci(g, "implied_acceptance", 100.0), names.get(d, d))
-    n = summary.get("n_documents")
-    axes[0].set(ylabel="per-position agreement (%)",
-                title=f"teacher-forced agreement (n = {n} documents)" if n else
-                "teacher-forced agreement (95% CI)")  # fmt: skip
+            errorbars(axes[1], g["context"], *_ci(g, "implied_acceptance", 100.0), names.get(d, d),
+                      color=color_of(d))  # fmt: skip
+    n = documents(tab, summary.get("n_documents"))
+    axes[0].set(ylabel="agreement (%)",
+                title=f"agreement (n = {n} documents)" if n else "agreement (95% CI)")  # fmt: skip
     if implied:
         _published_acceptance(axes[1], published)
-        axes[1].set(ylabel="acceptance at K = 4 (%)", title="acceptance implied by agreement")
+        axes[1].set(ylabel="acceptance at K = 4 (%)", title="implied acceptance")
     contexts = tab["context"].astype(int).tolist()
     if changes:
         change_panel(axes[-1], changes, names, reference)
-        legend_outside(axes[-1], fontsize="small")
     for ax in axes[: 1 + implied]:
         log_axis(ax, contexts)
         ax.set_xlabel("context (tokens)")
         ax.axvspan(10, 100, color="grey", alpha=0.08)
-        legend_outside(ax, fontsize="small")
+    legend_outside(axes[-1], axes=axes[:-1])
     return fig
+
+
+def documents(tab: pd.DataFrame, stated: Any = None) -> str | None:
+    """The documents each point of an agreement table averages, from its rows' own n (a range
+    where they differ), else the summary's stated count."""
+    if "n" in tab and tab["n"].notna().any():
+        ns = sorted({int(v) for v in tab["n"].dropna()})
+        return str(ns[0]) if len(ns) == 1 else f"{ns[0]}-{ns[-1]}"
+    return None if stated is None else str(stated)
 
 
 def prompt_confound(
@@ -261,18 +274,17 @@ def prompt_confound(
     """Left: per-prompt acceptance of `arm` at every context (the same prompts), with the mean.
     Right: the acceptance change c0 -> c1 when each context gets its own random half of the
     prompts (swap draws), against the same prompts' change and the published fall."""
-    fig, (a1, a2) = new_figure(2, 9.0, 3.9)
+    fig, (a1, a2) = new_figure(2, MAX_WIDTH, 3.6)
     for _, g in pp.groupby("prompt"):
         g = g.sort_values("context")
-        a1.plot(g["context"], 100 * g["acceptance"], color="tab:blue", alpha=0.25, lw=1)
+        a1.plot(g["context"], 100 * g["acceptance"], color=color_of(arm), alpha=0.3, lw=1)
     mean = pp.groupby("context")["acceptance"].mean()
     a1.plot(mean.index, 100 * mean.values, "o-", color="black", label="mean over prompts")
     log_axis(a1, mean.index)
     a1.set(xlabel="context (tokens)", ylabel="acceptance rate (%)",
-           title=f"{arm}: every prompt at every context")  # fmt: skip
-    legend_outside(a1, fontsize="small")
+           title=f"{arm}: each prompt")  # fmt: skip
     if "draws" in swap:
-        a2.hist(100 * swap["draws"], bins=40, color="tab:orange", alpha=0.7,
+        a2.hist(100 * swap["draws"], bins=40, color="#8c8c8c", alpha=0.7,
                 label="own half of prompts per context")  # fmt: skip
     # the same prompts' change as a point with its interval above the histogram: a shaded band
     # as wide as the interval hid the histogram it is compared with
@@ -285,13 +297,13 @@ def prompt_confound(
         a2.errorbar([100 * float(np.mean(swap["draws"]))], [1.16 * top],
                     xerr=[[100 * float(np.mean(swap["draws"])) - q_lo],
                           [q_hi - 100 * float(np.mean(swap["draws"]))]],
-                    fmt="s", color="tab:orange", capsize=3,
+                    fmt="s", color="#5a5a5a", capsize=3,
                     label="random splits, middle 95%")  # fmt: skip
     a2.set_ylim(0, 1.25 * top)
-    a2.axvline(-100 * drop, color="tab:red", ls="--", label="published fall 10 -> 100")
-    a2.set(xlabel=f"acceptance change {c0} -> {c1} (points)", ylabel="random splits",
-           title="the prompt confound, simulated")  # fmt: skip
-    legend_outside(a2, fontsize="small")
+    a2.axvline(-100 * drop, color=color_of("earlier"), ls="--", label="published fall 10 -> 100")
+    a2.set(xlabel=f"change {c0} -> {c1} (points)", ylabel="random splits",
+           title="the confound, simulated")  # fmt: skip
+    legend_outside(a2, axes=[a1])
     return fig
 
 
@@ -302,19 +314,20 @@ def earlier_study(published: pd.DataFrame) -> Any:
     base = float(
         published.loc[published["strategy"] == "baseline autoregressive", "time_s"].iloc[0]
     )
-    fig, (a1, a2) = new_figure(2, 8.5, 3.6)
-    a1.plot(t["context"], t["acceptance_pct"], "o-")
+    fig, (a1, a2) = new_figure(2, MAX_WIDTH, 3.4)
+    red = color_of("earlier")
+    a1.plot(t["context"], t["acceptance_pct"], "o-", color=red)
     # from 0: an axis cut at the lowest value makes a few points' fall look like a collapse
-    a1.set(ylabel="acceptance (%)", title="acceptance, as reported", ylim=(0, 100))
-    a2.plot(t["context"], t["speedup"], "o-", label="speedup as reported")
-    a2.plot(t["context"], t["one_baseline_speedup"], "x--",
+    a1.set(ylabel="acceptance (%)", title="acceptance", ylim=(0, 100))
+    a2.plot(t["context"], t["speedup"], "o-", label="speedup as reported", color=red)
+    a2.plot(t["context"], t["one_baseline_speedup"], "x--", color="#5a5a5a",
             label=f"the baseline's {base:.2f} s / the row's time")  # fmt: skip
     a2.axhline(1.0, color="grey", lw=1)
     a2.set(ylabel="speedup", title="speedup")
     for ax in (a1, a2):
         log_axis(ax, t["context"])
         ax.set_xlabel("context (tokens)")
-    legend_outside(a2, fontsize="small")
+    legend_outside(a2)
     fig.suptitle("The earlier study (T4, gemma-3-4b-pt with gemma-3-1b-pt), as reported")
     return fig
 
@@ -336,31 +349,32 @@ def ladder_dose_response(
     pts = [(d, x, q) for d, x, q in pts if x is not None and q.get("value") is not None]
     if not pts:
         return None
-    fig, axes = new_figure(1, 7.0, 4.4)
+    fig, axes = new_figure(1, MAX_WIDTH, 4.4)
     ax = axes[0]
     for d, x, q in pts:
         shared = d not in own
         marker = "x" if shared else "o"
         errorbars(ax, [100 * x], [q["value"]], [q.get("ci_low")], [q.get("ci_high")], None,
-                  marker=marker, ls="none", color="tab:grey" if shared else "tab:blue")  # fmt: skip
+                  marker=marker, ls="none", color=color_of(d))  # fmt: skip
         ax.annotate(d, (100 * x, q["value"]), textcoords="offset points", xytext=(4, 4),
-                    fontsize="x-small")  # fmt: skip
+                    color=color_of(d))  # fmt: skip
         if d == decisive:
-            ax.plot([100 * x], [q["value"]], "o", ms=14, mfc="none", mec="tab:green",
+            ax.plot([100 * x], [q["value"]], "o", ms=16, mfc="none", mec="black",
                     label=f"decides H3: {d}")  # fmt: skip
-    ax.plot([100 * published[0]], [published[1]], "*", ms=14, color="tab:red",
+    ax.plot([], [], "o", color="#5a5a5a", label="o: own weights and cache")
+    ax.plot([], [], "x", color="#5a5a5a", label="x: reads the target's states, or no context")
+    ax.plot([100 * published[0]], [published[1]], "*", ms=14, color=color_of("earlier"),
             label="earlier study (level implied by its acceptance)")  # fmt: skip
-    ax.axhline(threshold, color="tab:red", ls=":", lw=1, label=f"threshold {threshold:.2f}")
+    ax.axhline(threshold, color="black", ls=":", lw=1, label=f"threshold {threshold:.2f}")
     ax.axhline(1.0, color="black", lw=0.5)
     c0, c1 = cont.get("test_range") or (10, 100)
     ax.set(
         xlabel=f"agreement at context {c0} on the target's own continuation (%)",
         ylabel=f"tokens per call, context {c1} / {c0}",
-        title=f"the ladder (n = {cont.get('n_documents')} documents; o: own weights and cache, "
-        "x: reads the target's states, or no context)",
+        title=f"the ladder (n = {cont.get('n_documents')} documents)",
     )
     ax.set_xlim(0, 100)
-    legend_outside(ax, fontsize="small")
+    legend_outside(ax)
     return fig
 
 
@@ -371,7 +385,7 @@ def replay_vs_context(cont: dict[str, Any]) -> Any:
     by = cont.get("by_draft") or {}
     if not by:
         return None
-    fig, axes = new_figure(2, 10.0, 4.0)
+    fig, axes = new_figure(2, MAX_WIDTH, 3.6)
     contexts: list[int] = []
     for d, cells in by.items():
         cs = sorted(int(c) for c in cells)
@@ -380,15 +394,15 @@ def replay_vs_context(cont: dict[str, Any]) -> Any:
             v = [scale * cells[str(c)][key] for c in cs]
             lo = [scale * cells[str(c)][f"{key}_ci_low"] for c in cs]
             hi = [scale * cells[str(c)][f"{key}_ci_high"] for c in cs]
-            errorbars(ax, cs, v, lo, hi, d)
+            errorbars(ax, cs, v, lo, hi, d, color=color_of(d))
     k = cont.get("k")
     n = cont.get("n_documents")
-    axes[0].set(ylabel=f"tokens per target call (K = {k})", ylim=(0, None),
-                title=f"replayed on the target's greedy continuation (n = {n})")  # fmt: skip
+    axes[0].set(ylabel=f"tokens per call (K = {k})", ylim=(0, None),
+                title=f"tokens per call (n = {n} documents)")  # fmt: skip
     axes[1].set(ylabel="acceptance (%)", ylim=(0, 100), title="accepted / proposed")
     for ax in axes:
         log_axis(ax, sorted(set(contexts)))
         ax.set_xlabel("context (tokens)")
         ax.axvspan(10, 100, color="grey", alpha=0.08)
-    legend_outside(axes[1], fontsize="x-small")
+    legend_outside(axes[1], axes=axes[:1])
     return fig

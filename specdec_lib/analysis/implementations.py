@@ -21,7 +21,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from specdec_lib.analysis import stats
-from specdec_lib.analysis.summary import ArmsCell, PointCI, arm_rows, arm_walls, summarize
+from specdec_lib.analysis.summary import ArmsCell, Num, PointCI, arm_rows, arm_walls, summarize
 from specdec_lib.results.declare import Experiment, Figure, PairedConfig, StudySummary
 
 # ------------------------------------------------------------------ the shape rule (fixed first)
@@ -54,6 +54,22 @@ CACHES: dict[str, tuple[bool, bool, bool]] = {
 }
 CACHED_BASELINE = "baseline"  # the catalog's BASELINE: the reference of token identity
 UNCACHED_BASELINE = "baseline_nocache"
+
+
+def variant_arms(variants: list[str]) -> dict[str, dict[str, Any]]:
+    """Variant -> its baseline and speculative arm (the arm is named as the variant) and where
+    each keeps a KV cache (`CACHES`)."""
+    out = {}
+    for v in variants:
+        target, draft, base_cached = CACHES[v]
+        out[v] = {
+            "baseline": CACHED_BASELINE if base_cached else UNCACHED_BASELINE,
+            "speculative": v,
+            "target_cache": target,
+            "draft_cache": draft,
+            "baseline_cache": base_cached,
+        }
+    return out
 
 
 def shape_label(ratio: dict[str, Any] | None, tokens_ratio: dict[str, Any] | None) -> str:
@@ -129,6 +145,14 @@ class ShapeRule(TypedDict):
     text: str
 
 
+class ShapeHeadline(TypedDict):
+    """A variant's headline: its two ratios (context hi over lo) and the shape rule's label."""
+
+    single_divisor_ratio: Num
+    tokens_per_call_ratio: Num
+    label: str
+
+
 class _ImplementationsKeys(StudySummary):
     contexts: list[int]
     reference_context: int
@@ -138,6 +162,7 @@ class _ImplementationsKeys(StudySummary):
     table: list[VariantRow]
     changes: dict[str, VariantChange]
     shape_rule: ShapeRule
+    headline: dict[str, ShapeHeadline]
 
 
 class ImplementationsSummary(_ImplementationsKeys, total=False):
@@ -295,6 +320,14 @@ def implementations_summary(rows: list[dict[str, Any]], cfg: dict[str, Any]) -> 
         "table": table,
         "changes": changes,
         "shape_rule": {"fall": SHAPE_FALL, "flat_band": list(FLAT_BAND), "text": SHAPE_RULE},
+        "headline": {
+            v: {
+                "single_divisor_ratio": ch["single_divisor_ratio"]["value"],
+                "tokens_per_call_ratio": ch["tokens_per_call_ratio"]["value"],
+                "label": ch["label"],
+            }
+            for v, ch in changes.items()
+        },
     }
 
 

@@ -19,10 +19,10 @@ from tqdm.auto import tqdm
 
 from specdec_lib.analysis.implementations import (
     CACHED_BASELINE,
-    CACHES,
     UNCACHED_BASELINE,
     VARIANTS,
     implementations_summary,
+    variant_arms,
 )
 from specdec_lib.errors import SpecdecError
 from specdec_lib.measure.paired import WARMUP_TOKENS, Arm
@@ -35,21 +35,6 @@ from specdec_lib.runner.prompts import prompts_for
 
 EXPERIMENT = "implementations"
 assert CACHED_BASELINE == BASELINE  # the cached baseline is the reference arm (token identity)
-
-
-def variant_arms(variants: list[str]) -> dict[str, dict[str, Any]]:
-    """Variant -> its baseline and speculative arm (the arm is named as the variant) and caches."""
-    out = {}
-    for v in variants:
-        target, draft, base_cached = CACHES[v]
-        out[v] = {
-            "baseline": CACHED_BASELINE if base_cached else UNCACHED_BASELINE,
-            "speculative": v,
-            "target_cache": target,
-            "draft_cache": draft,
-            "baseline_cache": base_cached,
-        }
-    return out
 
 
 def implementations_config(study: Study) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from specdec_lib import study
 from specdec_lib.analysis import implementations as impl
 from specdec_lib.analysis.implementations import (
     DOES_NOT_REPRODUCE,
@@ -28,7 +29,6 @@ from specdec_lib.config import config_hash
 from specdec_lib.errors import SpecdecError
 from specdec_lib.results import catalog
 from specdec_lib.results.declare import load
-from specdec_lib import study
 from specdec_lib.runner.context_sweep import context_order, sweep_config
 
 ROOT = Path(__file__).resolve().parents[1]

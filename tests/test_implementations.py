@@ -383,3 +383,16 @@ def test_the_other_experiments_committed_results_keep_their_config_hash(name):
     s = study.Study(study.load_profile("embedded"), ROOT / "results")
     built = load(catalog.experiment(name).config)(s)
     assert config_hash(built) == committed["config_hash"], name
+
+
+def test_the_reading_gives_each_variants_label_and_a_row_per_variant_and_context(smoke_run):
+    from specdec_lib.reporting.readings import reading
+
+    _, res = smoke_run
+    text = reading(res.path)
+    for v, ch in res.summary["changes"].items():
+        line = next(x for x in text.splitlines() if x.startswith(f"- `{v}`"))
+        assert line.endswith(f"the shape rule: {ch['label']}")
+    rows = [x for x in text.splitlines() if x.startswith("| `")]
+    assert len(rows) == len(impl.VARIANTS) * 4
+    assert "{" not in text  # no interval dict printed raw

@@ -234,9 +234,43 @@ def _headline_table(summary: dict, key: str, cell: str, unit: str) -> list[str]:
     return out
 
 
+def _implementations_headline(summary: dict) -> list[str]:
+    """Per variant of the positive control: its single-divisor speedup at the lowest and highest
+    context, their ratio, the tokens-per-call ratio and the shape rule's label."""
+    out = []
+    for v, ch in (summary.get("changes") or {}).items():
+        lo, hi = ch.get("lo"), ch.get("hi")
+        out.append(
+            f"`{v}`: speedup against its baseline at context {summary.get('reference_context')}: "
+            f"{_ci(ch.get('single_divisor_lo'), 'x')} at {lo}, "
+            f"{_ci(ch.get('single_divisor_hi'), 'x')} at {hi} (ratio "
+            f"{_ci(ch.get('single_divisor_ratio'), '')}); tokens per target call, {hi} over {lo}: "
+            f"{_ci(ch.get('tokens_per_call_ratio'), '')}; the shape rule: {ch.get('label')}"
+        )
+    return out
+
+
+def implementations_rows(table: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
+    """The positive control's (variant, context) rows, each interval joined."""
+    return [
+        {
+            "variant": f"`{t.get('variant')}`",
+            "context (tokens)": fmt(t.get("context"), "n"),
+            "n (prompts)": fmt(t.get("n_prompts"), "n"),
+            "tokens per target call": _ci(t.get("tokens_per_call"), ""),
+            "paired speedup": _ci(t.get("paired_speedup"), "x"),
+            "speedup vs its baseline at 20": _ci(t.get("single_divisor_speedup"), "x"),
+            "identical to greedy": fmt(t.get("identical_fraction"), "%"),
+        }
+        for t in table
+    ]
+
+
 def headline(summary: dict, config: dict) -> list[str]:
     """The headline's lines for a result, by experiment (a table per context or K, else per arm)."""
     exp = summary.get("experiment")
+    if exp == "implementations":
+        return _implementations_headline(summary)
     if exp in ("context_sweep", "context_sweep_nocache"):
         return _headline_table(summary, "speedup", "context", "speedup")
     if exp == "agreement":
@@ -421,6 +455,8 @@ def showed(summary: dict) -> str | None:
         lines = _shown_table(summary, "agreement", "context")
     elif exp == "sampling":
         lines = _shown_sampling(summary)
+    elif exp == "implementations":
+        lines = []  # the headline says it per variant, with the shape rule's label
     else:
         lines = _shown_arms(summary)
     parts = []
@@ -440,7 +476,9 @@ def reading(path: Path) -> str:
     if hl := headline(summary, config):
         parts.append("**Headline** (point estimate [95% interval]):\n\n"
                      + "\n".join(f"- {h}" for h in hl))  # fmt: skip
-    if summary.get("table"):
+    if summary.get("experiment") == "implementations" and summary.get("table"):
+        parts.append(md_table(implementations_rows(summary["table"])))
+    elif summary.get("table"):
         rows = table_rows(summary["table"])
         parts.append(md_table(rows))
     elif summary.get("arms"):

@@ -449,6 +449,8 @@ def _implementations(rng) -> tuple[dict, list, dict]:
         "anchor_room": 64,
         "order": "interleaved",
         "warmup_tokens": 4,
+        "split_seed": 0,
+        "warmup": 1,
     }
     summary = {"roles": {"transformer": "self"}, **implementations_summary(rows, config)}
     return config, rows, summary

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -390,9 +391,11 @@ def test_the_reading_gives_each_variants_label_and_a_row_per_variant_and_context
 
     _, res = smoke_run
     text = reading(res.path)
+    shown = text.split("**What it showed.**")[1]
     for v, ch in res.summary["changes"].items():
-        line = next(x for x in text.splitlines() if x.startswith(f"- `{v}`"))
-        assert line.endswith(f"the shape rule: {ch['label']}")
+        assert next(x for x in text.splitlines() if x.startswith(f"- `{v}`"))
+        said = re.search(rf"`{v}`'s [^;]*?the shape rule says ([a-z ]+)[;.]", shown)
+        assert said and said.group(1) == ch["label"], shown
     rows = [x for x in text.splitlines() if x.startswith("| `")]
     assert len(rows) == len(impl.VARIANTS) * 4
     assert "{" not in text  # no interval dict printed raw

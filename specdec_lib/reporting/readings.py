@@ -236,16 +236,27 @@ def _headline_table(summary: dict, key: str, cell: str, unit: str) -> list[str]:
 
 def _implementations_headline(summary: dict) -> list[str]:
     """Per variant of the positive control: its single-divisor speedup at the lowest and highest
-    context, their ratio, the tokens-per-call ratio and the shape rule's label."""
+    context (and its n)."""
     out = []
     for v, ch in (summary.get("changes") or {}).items():
-        lo, hi = ch.get("lo"), ch.get("hi")
         out.append(
             f"`{v}`: speedup against its baseline at context {summary.get('reference_context')}: "
-            f"{_ci(ch.get('single_divisor_lo'), 'x')} at {lo}, "
-            f"{_ci(ch.get('single_divisor_hi'), 'x')} at {hi} (ratio "
-            f"{_ci(ch.get('single_divisor_ratio'), '')}); tokens per target call, {hi} over {lo}: "
-            f"{_ci(ch.get('tokens_per_call_ratio'), '')}; the shape rule: {ch.get('label')}"
+            f"{_ci(ch.get('single_divisor_lo'), 'x')} at {ch.get('lo')}, "
+            f"{_ci(ch.get('single_divisor_hi'), 'x')} at {ch.get('hi')}"
+        )
+    return out
+
+
+def _shown_implementations(summary: dict) -> list[str]:
+    """Per variant: the two ratios (highest over lowest context) and the shape rule's label."""
+    out = []
+    for v, ch in (summary.get("changes") or {}).items():
+        r = ch.get("single_divisor_ratio") or {}
+        out.append(
+            f"`{v}`'s speedup the earlier study's way changed by a factor "
+            f"{_ci({**r, 'n': None}, '')} from context {ch.get('lo')} to {ch.get('hi')}, its "
+            f"tokens per target call by a factor {_ci({**(ch.get('tokens_per_call_ratio') or {}), 'n': None}, '')}"  # noqa: E501
+            f" (n = {r.get('n')} prompts): the shape rule says {ch.get('label')}"
         )
     return out
 
@@ -456,7 +467,7 @@ def showed(summary: dict) -> str | None:
     elif exp == "sampling":
         lines = _shown_sampling(summary)
     elif exp == "implementations":
-        lines = []  # the headline says it per variant, with the shape rule's label
+        lines = _shown_implementations(summary)
     else:
         lines = _shown_arms(summary)
     parts = []

@@ -399,3 +399,21 @@ def test_the_reading_gives_each_variants_label_and_a_row_per_variant_and_context
     rows = [x for x in text.splitlines() if x.startswith("| `")]
     assert len(rows) == len(impl.VARIANTS) * 4
     assert "{" not in text  # no interval dict printed raw
+
+
+def test_the_time_estimate_counts_each_arms_own_target_cache(tmp_path):
+    """The notebook's estimate (`runner.estimate.work`) feeds an arm whose target recomputes the
+    prefix the whole sequence per call, and a cached arm one token (per K + 1) per call."""
+    from specdec_lib.runner.estimate import work
+    from specdec_lib.runner.implementations import implementations_config
+
+    cfg = implementations_config(smoke(tmp_path))
+    calls = work("implementations", cfg)
+    per_block = 3 * len(cfg["arms"])  # per arm its prefill, its decode and its warm-up
+    assert len(calls) == per_block * len(cfg["contexts"])
+    first = calls[:per_block]  # context 10
+    decode = {arm: first[3 * i + 1] for i, arm in enumerate(cfg["arms"])}
+    assert decode["baseline"].tokens == 1
+    assert decode["cached"].tokens == decode["mixed_draft"].tokens == cfg["k"] + 1
+    assert decode["baseline_nocache"].tokens > 10
+    assert decode["nocache"].tokens == decode["mixed_target"].tokens > cfg["k"] + 1

@@ -15,7 +15,9 @@ Torch-free; knows nothing about how the rows were measured or where they are wri
 
 from __future__ import annotations
 
+import hashlib
 import math
+from pathlib import Path
 from typing import Any, TypedDict
 
 import numpy as np
@@ -138,11 +140,19 @@ class VariantChange(TypedDict):
 
 
 class ShapeRule(TypedDict):
-    """The shape rule's thresholds and text, as they were when the summary was made."""
+    """The shape rule's thresholds and text, as they were when the summary was made, and the
+    hash of this module then (`rule_sha256`: the book can tell a rule revised after the run)."""
 
     fall: float
     flat_band: list[float]
     text: str
+    sha256: str
+
+
+def rule_sha256() -> str:
+    """The hash of this file, where the shape rule is written (as `rules.rules_sha256` is of
+    the paradox's rules)."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 
 class ShapeHeadline(TypedDict):
@@ -319,7 +329,12 @@ def implementations_summary(rows: list[dict[str, Any]], cfg: dict[str, Any]) -> 
         "by_context": by_context,
         "table": table,
         "changes": changes,
-        "shape_rule": {"fall": SHAPE_FALL, "flat_band": list(FLAT_BAND), "text": SHAPE_RULE},
+        "shape_rule": {
+            "fall": SHAPE_FALL,
+            "flat_band": list(FLAT_BAND),
+            "text": SHAPE_RULE,
+            "sha256": rule_sha256(),
+        },
         "headline": {
             v: {
                 "single_divisor_ratio": ch["single_divisor_ratio"]["value"],

@@ -202,10 +202,6 @@ def _column(rows: list[dict[str, Any]], key: str) -> np.ndarray:
     return np.array([float(r[key]) for r in rows], dtype=float)
 
 
-def _interval(iv: stats.Interval) -> dict[str, Any]:
-    return iv.as_dict()
-
-
 def _nan() -> dict[str, Any]:
     return stats.Interval(math.nan, math.nan, math.nan, 0, "none").as_dict()
 

@@ -24,6 +24,7 @@ from specdec_lib.reporting.figures.book import (
     fig_baseline_growth, fig_divergence_margins, fig_earlier_study, fig_ladder,
     fig_measured_vs_predicted, fig_position_acceptance, fig_prompt_confound, fig_replay,
     fig_speedup_vs_context, fig_time_split, fig_training_curve)
+from specdec_lib.reporting.figures.implementations import fig_implementations
 from specdec_lib.reporting.figures.style import new_figure, show
 from specdec_lib.reporting.format import (admonition, ci, ci_pct, common_markdown, md_table,
                                           missing_note, num, pct, split_common)
@@ -34,6 +35,8 @@ from specdec_lib.reporting.hypotheses import (LABELS, h3_per_draft, rule_markdow
 from specdec_lib.reporting.hypotheses_summary import (key_numbers, replay_check_sentence,
                                                       t4_beside)
 from specdec_lib.reporting.identity import identity_clause, identity_sentence, identity_table
+from specdec_lib.reporting.implementations import (implementations_rule, implementations_shape,
+                                                   implementations_table)
 from specdec_lib.reporting.runs import (batch_time_sentence, config_table, env_table,
                                         total_batch_seconds)
 from specdec_lib.reporting.sampling_tables import sampling_table, sequence_sentence, sequence_table
@@ -61,6 +64,8 @@ __all__ = [
     "t4_beside", "total_batch_seconds", "transformer_note", "batch_time_sentence",
     "verdict_table", "verdicts", "published_level", "published_ratio", "verdict_glue",
     "decomposition_numbers", "decomposition_table", "fig_decomposition",
+    "fig_implementations", "implementations_rule", "implementations_shape",
+    "implementations_table",
 ]  # fmt: skip
 
 

@@ -24,6 +24,8 @@ from conftest import FAKE_SECRETS, files_containing, whole_config
 
 from specdec_lib import report
 from specdec_lib.analysis import stats
+from specdec_lib.analysis.implementations import VARIANTS as IMPL_VARIANTS
+from specdec_lib.analysis.implementations import implementations_summary, variant_arms
 from specdec_lib.analysis.k_sweep import k_row
 from specdec_lib.analysis.replay import continuation_summary
 from specdec_lib.analysis.sampling import temperature_rows
@@ -98,7 +100,8 @@ def _publish(root: Path, profile: str, name: str, config, rows, summary):
     """Write one synthetic experiment the way the study does (results.store.publish). The keys
     its config shape requires and these configs do not set are the committed embedded
     result's (`whole_config`)."""
-    whole = whole_config(name, profile)
+    committed = ROOT / "results/embedded" / name / "config.json"
+    whole = whole_config(name, profile) if committed.exists() else {}  # a new experiment's: none
     config = {
         **{key: whole[key] for key in declared_config(name).__required_keys__ if key in whole},
         "experiment": name,
@@ -416,6 +419,43 @@ def _peers(rng) -> tuple[dict, list, dict]:
     return {}, rows, summary
 
 
+def _implementations(rng) -> tuple[dict, list, dict]:
+    """implementations: the cached and uncached baselines and the four variants' self-draft at
+    each context; a target that recomputes its prefix costs more per step as context grows."""
+    variants = variant_arms(list(IMPL_VARIANTS))
+    cache = {"baseline": (True, True), "baseline_nocache": (False, False)}
+    cache |= {v: (a["target_cache"], a["draft_cache"]) for v, a in variants.items()}
+    contexts = [10, 20, 50, 100]
+    rows = []
+    for ctx in contexts:
+        for p in range(N_PROMPTS):
+            for arm, (target, draft) in cache.items():
+                k = 0 if arm.startswith("baseline") else K
+                step = 0.03 * (1.0 if target else 1 + ctx / 40)
+                cost = 0.35 * (1.0 if draft else 1 + ctx / 40)
+                variant = {"baseline": "cached", "baseline_nocache": "nocache"}.get(arm, arm)
+                cell = {"context": ctx, "variant": variant, "draft_cache": draft}
+                rows.append(_row(p, arm, "self:1" if k else "none", k, ctx, 0.85, step, cost,
+                                 rng, cache=target, cell=cell))  # fmt: skip
+    config = {
+        "contexts": contexts,
+        "n_prompts_by_context": {str(c): N_PROMPTS for c in contexts},
+        "reference_context": 20,
+        "draft": "self:1",
+        "arms": {a: ("none" if a.startswith("baseline") else "self:1") for a in cache},
+        "arm_cache": {a: {"target": t, "draft": d} for a, (t, d) in cache.items()},
+        "variants": variants,
+        "anchor_min": 500,
+        "anchor_room": 64,
+        "order": "interleaved",
+        "warmup_tokens": 4,
+        "split_seed": 0,
+        "warmup": 1,
+    }
+    summary = {"roles": {"transformer": "self"}, **implementations_summary(rows, config)}
+    return config, rows, summary
+
+
 # the results that draw their rows when they are built, in the order they draw them
 DRAWN_WHEN_BUILT = {
     "context_sweep": partial(_sweep, cache=True),
@@ -424,6 +464,7 @@ DRAWN_WHEN_BUILT = {
     "k_sweep": _k_sweep,
     "sampling": _sampling,
     "peers": _peers,
+    "implementations": _implementations,
 }
 
 

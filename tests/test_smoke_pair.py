@@ -20,7 +20,7 @@ pytest.importorskip("papermill")
 
 PROFILE = "smoke-pair"
 GREEDY = ["baseline", "bigram", "transformer_draft", "context_sweep", "context_sweep_nocache",
-          "k_sweep", "peers"]  # fmt: skip
+          "k_sweep", "peers", "implementations"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")

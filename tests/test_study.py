@@ -241,6 +241,7 @@ def test_arm_names_and_profiles():
         assert set(prof["experiments"]) == {
             "baseline", "bigram", "transformer_draft", "context_sweep",
             "context_sweep_nocache", "agreement", "k_sweep", "sampling", "peers",
+            "implementations",
         }  # fmt: skip
         S = study.Study(prof, study.ROOT / "results")
         on, off = (study.sweep_config(S, e) for e in ("context_sweep", "context_sweep_nocache"))

@@ -43,6 +43,7 @@ from specdec_lib.errors import SpecdecError
 from specdec_lib.runner.agreement import run_agreement
 from specdec_lib.runner.context import MODELS, Study, get_drafter, load_target, setup
 from specdec_lib.runner.context_sweep import run_context_sweep
+from specdec_lib.runner.implementations import run_implementations
 from specdec_lib.runner.k_sweep import run_k_sweep
 from specdec_lib.runner.peers import run_peers
 from specdec_lib.runner.prompts import prompts_for
@@ -52,7 +53,7 @@ from specdec_lib.runner.single import run_baseline, run_bigram, run_transformer_
 PROFILE = "smoke-pair"
 DEFAULT_OUT = ROOT / "results" / "gpu-check" / "report.json"
 GREEDY = ("baseline", "bigram", "transformer_draft", "context_sweep", "context_sweep_nocache",
-          "k_sweep", "peers")  # fmt: skip
+          "k_sweep", "peers", "implementations")  # fmt: skip
 
 
 def _arms(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -76,6 +77,7 @@ def check_identity(study_run: Study) -> dict[str, Any]:
         run_k_sweep,
         run_sampling,
         run_peers,
+        run_implementations,
     ]
     for run in runs:
         res = run(study_run)

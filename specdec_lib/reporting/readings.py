@@ -234,9 +234,54 @@ def _headline_table(summary: dict, key: str, cell: str, unit: str) -> list[str]:
     return out
 
 
+def _implementations_headline(summary: dict) -> list[str]:
+    """Per variant of the positive control: its single-divisor speedup at the lowest and highest
+    context (and its n)."""
+    out = []
+    for v, ch in (summary.get("changes") or {}).items():
+        out.append(
+            f"`{v}`: speedup against its baseline at context {summary.get('reference_context')}: "
+            f"{_ci(ch.get('single_divisor_lo'), 'x')} at {ch.get('lo')}, "
+            f"{_ci(ch.get('single_divisor_hi'), 'x')} at {ch.get('hi')}"
+        )
+    return out
+
+
+def _shown_implementations(summary: dict) -> list[str]:
+    """Per variant: the two ratios (highest over lowest context) and the shape rule's label."""
+    out = []
+    for v, ch in (summary.get("changes") or {}).items():
+        r = ch.get("single_divisor_ratio") or {}
+        out.append(
+            f"`{v}`'s speedup the earlier study's way changed by a factor "
+            f"{_ci({**r, 'n': None}, '')} from context {ch.get('lo')} to {ch.get('hi')}, its "
+            f"tokens per target call by a factor {_ci({**(ch.get('tokens_per_call_ratio') or {}), 'n': None}, '')}"  # noqa: E501
+            f" (n = {r.get('n')} prompts): the shape rule says {ch.get('label')}"
+        )
+    return out
+
+
+def implementations_rows(table: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
+    """The positive control's (variant, context) rows, each interval joined."""
+    return [
+        {
+            "variant": f"`{t.get('variant')}`",
+            "context (tokens)": fmt(t.get("context"), "n"),
+            "n (prompts)": fmt(t.get("n_prompts"), "n"),
+            "tokens per target call": _ci(t.get("tokens_per_call"), ""),
+            "paired speedup": _ci(t.get("paired_speedup"), "x"),
+            "speedup vs its baseline at 20": _ci(t.get("single_divisor_speedup"), "x"),
+            "identical to greedy": fmt(t.get("identical_fraction"), "%"),
+        }
+        for t in table
+    ]
+
+
 def headline(summary: dict, config: dict) -> list[str]:
     """The headline's lines for a result, by experiment (a table per context or K, else per arm)."""
     exp = summary.get("experiment")
+    if exp == "implementations":
+        return _implementations_headline(summary)
     if exp in ("context_sweep", "context_sweep_nocache"):
         return _headline_table(summary, "speedup", "context", "speedup")
     if exp == "agreement":
@@ -421,6 +466,8 @@ def showed(summary: dict) -> str | None:
         lines = _shown_table(summary, "agreement", "context")
     elif exp == "sampling":
         lines = _shown_sampling(summary)
+    elif exp == "implementations":
+        lines = _shown_implementations(summary)
     else:
         lines = _shown_arms(summary)
     parts = []
@@ -440,7 +487,9 @@ def reading(path: Path) -> str:
     if hl := headline(summary, config):
         parts.append("**Headline** (point estimate [95% interval]):\n\n"
                      + "\n".join(f"- {h}" for h in hl))  # fmt: skip
-    if summary.get("table"):
+    if summary.get("experiment") == "implementations" and summary.get("table"):
+        parts.append(md_table(implementations_rows(summary["table"])))
+    elif summary.get("table"):
         rows = table_rows(summary["table"])
         parts.append(md_table(rows))
     elif summary.get("arms"):

@@ -59,12 +59,17 @@ STUDY: tuple[Notebook, ...] = (
         "the same sweep with the KV cache off on the very same prompts; and the timing-free "
         "agreement of every draft with the target, at the same positions for every context: "
         "replayed on the target's own greedy continuation (what a greedy run is scored on), "
-        "with the document's own next tokens teacher-forced as a second view. Writes `context_sweep/`, "
-        "`context_sweep_nocache/` and `agreement/`.",
+        "with the document's own next tokens teacher-forced as a second view; and the positive "
+        "control: the implementations a hand-written study plausibly used (no KV cache, a cached "
+        "baseline beside a loop that recomputes its target's or its draft's prefix, both "
+        "cached) timed on the same prompts, each read the earlier study's way and paired, with "
+        "tokens per target call beside it. Writes `context_sweep/`, `context_sweep_nocache/`, "
+        "`agreement/` and `implementations/`.",
         (
             ANALYSIS + "sweep:context_sweep",
             ANALYSIS + "sweep:context_sweep_nocache",
             ANALYSIS + "agreement:agreement",
+            ANALYSIS + "implementations:implementations",
         ),
     ),
     Notebook(

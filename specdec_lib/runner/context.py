@@ -316,10 +316,19 @@ def draft_context(study: Study, loaded: LoadedModel, use_cache: bool, k_max: int
 
 
 def make_arm(
-    study: Study, loaded: LoadedModel, name: str, spec: str, k: int, *, use_cache: bool = True
+    study: Study,
+    loaded: LoadedModel,
+    name: str,
+    spec: str,
+    k: int,
+    *,
+    use_cache: bool = True,
+    draft_cache: bool | None = None,
 ) -> Arm:
-    """An arm of our generator on the loaded target with spec's drafter at K, named `name`."""
-    drafter = get_drafter(study, loaded, spec, use_cache=use_cache, k_max=k)
+    """An arm of our generator on the loaded target with spec's drafter at K, named `name`; the
+    target keeps a KV cache when `use_cache`, the draft when `draft_cache` (None: as the target)."""
+    draft_cache = use_cache if draft_cache is None else draft_cache
+    drafter = get_drafter(study, loaded, spec, use_cache=draft_cache, k_max=k)
     gen = Generator.from_loaded(
         loaded,
         drafter,

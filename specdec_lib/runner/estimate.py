@@ -102,8 +102,12 @@ def _timed(cfg: dict[str, Any], contexts: Sequence[int], n_prompts: int) -> list
         for name, spec in cfg["arms"].items():
             n = min(n_prompts, int(fewer.get(str(name), n_prompts)))
             k = _arm_k(str(name), str(spec), cfg)
+            own = (cfg.get("arm_cache") or {}).get(str(name)) or {}  # per-arm caches (04's)
             runs = generation(
-                c, int(cfg["max_new_tokens"]), k, use_cache=cfg.get("use_cache", True)
+                c,
+                int(cfg["max_new_tokens"]),
+                k,
+                use_cache=bool(own.get("target", cfg.get("use_cache", True))),
             )
             warm = int(cfg.get("warmup_tokens", 0))
             runs += [Calls(warm, warm, 1)] if warm else []

@@ -196,6 +196,18 @@ def names_literal(notebook: catalog.Notebook) -> str:
     return "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
 
 
+ESTIMATE = "study.print_estimate(study_run, EXPERIMENT_NAMES)"
+
+
+def estimate_call(notebook: catalog.Notebook, width: int = 100) -> str:
+    """The estimate's call with the notebook's names, its arguments on their own line where the
+    call would pass `width` (as ruff formats it)."""
+    call = ESTIMATE.replace("EXPERIMENT_NAMES", names_literal(notebook))
+    if len(call) <= width:
+        return call
+    return f"study.print_estimate(\n    study_run, {names_literal(notebook)}\n)"
+
+
 def build(notebook: catalog.Notebook, commit: str = "") -> nbformat.NotebookNode:
     """The notebook a declaration describes: its text, setup, parameters and one cell per
     experiment (the experiment's declared call, then its reading)."""
@@ -226,7 +238,7 @@ def build(notebook: catalog.Notebook, commit: str = "") -> nbformat.NotebookNode
         new_code_cell(colab_setup(commit or generated_from(), quick).rstrip("\n")),
         new_code_cell(
             DERIVE.replace("quick=QUICK", f"quick={quick}")
-            .replace("EXPERIMENT_NAMES", names_literal(notebook))
+            .replace(ESTIMATE, estimate_call(notebook))
             .rstrip("\n")
         ),
     ]

@@ -417,3 +417,31 @@ def test_the_time_estimate_counts_each_arms_own_target_cache(tmp_path):
     assert decode["cached"].tokens == decode["mixed_draft"].tokens == cfg["k"] + 1
     assert decode["baseline_nocache"].tokens > 10
     assert decode["nocache"].tokens == decode["mixed_target"].tokens > cfg["k"] + 1
+
+
+def test_identity_is_counted_against_each_variants_own_baseline():
+    """An uncached variant is compared with the uncached baseline, a cached one with the cached
+    baseline, prompt by prompt at one context."""
+    import pandas as pd
+
+    from specdec_lib.reporting.implementations import identical_to_own_baseline
+
+    rows = pd.DataFrame(
+        [
+            {"method": m, "prompt": p, "context": 10, "tokens": t}
+            for m, p, t in [
+                ("baseline", 0, [1, 2]),
+                ("baseline", 1, [3, 4]),
+                ("baseline_nocache", 0, [1, 9]),
+                ("baseline_nocache", 1, [3, 4]),
+                ("nocache", 0, [1, 9]),
+                ("nocache", 1, [3, 4]),
+                ("cached", 0, [1, 2]),
+                ("cached", 1, [3, 5]),
+            ]
+        ]
+    )
+    arms = variant_arms(["nocache", "cached"])
+    assert identical_to_own_baseline(rows, arms["nocache"], 10) == "2/2"
+    assert identical_to_own_baseline(rows, arms["cached"], 10) == "1/2"
+    assert identical_to_own_baseline(None, arms["cached"], 10) == "-"

@@ -139,13 +139,17 @@ class VariantChange(TypedDict):
     label: str
 
 
-class ShapeRule(TypedDict):
-    """The shape rule's thresholds and text, as they were when the summary was made, and the
-    hash of this module then (`rule_sha256`: the book can tell a rule revised after the run)."""
-
+class _ShapeRuleKeys(TypedDict):
     fall: float
     flat_band: list[float]
     text: str
+
+
+class ShapeRule(_ShapeRuleKeys, total=False):
+    """The shape rule's thresholds and text, as they were when the summary was made, and the
+    hash of this module then (`rule_sha256`: the book can tell a rule revised after the run;
+    absent from the first embedded result, measured before it was recorded)."""
+
     sha256: str
 
 

@@ -23,14 +23,31 @@ def _summary(p: Any) -> dict[str, Any] | None:
     return None if res is None else res.summary
 
 
+def identical_to_own_baseline(rows: Any, variant: dict[str, Any], context: int) -> str:
+    """'45/48': prompts at `context` whose speculative output equals, token for token, that of
+    the variant's own baseline (the cached baseline is the rows' `identical` reference; in
+    reduced precision a target that recomputes its prefix rounds otherwise, so an uncached
+    variant is compared with the uncached baseline). A dash without rows."""
+    if rows is None or not len(rows) or "tokens" not in rows:
+        return "-"
+    at = rows[rows["context"] == context]
+    spec = at[at["method"] == variant["speculative"]].set_index("prompt")["tokens"]
+    base = at[at["method"] == variant["baseline"]].set_index("prompt")["tokens"]
+    both = [i for i in spec.index if i in base.index]
+    same = sum(list(spec[i]) == list(base[i]) for i in both)
+    return f"{same}/{len(both)}"
+
+
 def implementations_table(p: Any) -> pd.DataFrame | None:
     """One row per (variant, context): tokens per target call, the speedup paired with the
     variant's own baseline at that context, the earlier study's single-divisor speedup (its
-    baseline at the reference context over the row), each '1.23 [1.10, 1.35], n=12', and n.
-    None without a result."""
+    baseline at the reference context over the row), each '1.23 [1.10, 1.35], n=12', n, and how
+    many outputs equal the variant's own baseline's. None without a result."""
     s = _summary(p)
     if not s or not s.get("table"):
         return None
+    rows = getattr(p.get("implementations"), "rows", None)
+    variants = s.get("variants") or {}
     ref = s.get("reference_context", 20)
     return pd.DataFrame(
         [
@@ -41,6 +58,11 @@ def implementations_table(p: Any) -> pd.DataFrame | None:
                 "paired speedup": ci(t.get("paired_speedup"), 2, suffix="x"),
                 f"speedup vs baseline at {ref}": ci(t.get("single_divisor_speedup"), 2, suffix="x"),
                 "n": int(t["n_prompts"]),
+                "identical to its baseline": identical_to_own_baseline(
+                    rows, variants.get(t["variant"]) or {}, int(t["context"])
+                )
+                if t["variant"] in variants
+                else "-",
             }
             for t in s["table"]
         ]

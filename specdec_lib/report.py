@@ -35,8 +35,9 @@ from specdec_lib.reporting.hypotheses import (LABELS, h3_per_draft, rule_markdow
 from specdec_lib.reporting.hypotheses_summary import (key_numbers, replay_check_sentence,
                                                       t4_beside)
 from specdec_lib.reporting.identity import identity_clause, identity_sentence, identity_table
-from specdec_lib.reporting.implementations import (implementations_rule, implementations_shape,
-                                                   implementations_table)
+from specdec_lib.reporting.implementations import (implementations_glue, implementations_rule,
+                                                   implementations_shape, implementations_table,
+                                                   slowest_block)
 from specdec_lib.reporting.runs import (batch_time_sentence, config_table, env_table,
                                         total_batch_seconds)
 from specdec_lib.reporting.sampling_tables import sampling_table, sequence_sentence, sequence_table
@@ -65,7 +66,7 @@ __all__ = [
     "verdict_table", "verdicts", "published_level", "published_ratio", "verdict_glue",
     "decomposition_numbers", "decomposition_table", "fig_decomposition",
     "fig_implementations", "implementations_rule", "implementations_shape",
-    "implementations_table",
+    "implementations_table", "implementations_glue", "slowest_block",
 ]  # fmt: skip
 
 

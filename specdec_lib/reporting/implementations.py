@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from specdec_lib.analysis.implementations import SHAPE_RULE, shape_label
+from specdec_lib.analysis.implementations import REPRODUCES, SHAPE_FALL, SHAPE_RULE, shape_label
 from specdec_lib.reporting.figures.implementations import variant_name
 from specdec_lib.reporting.format import ci
 
@@ -97,3 +97,59 @@ def implementations_shape(p: Any) -> dict[str, dict[str, Any]]:
 def implementations_rule() -> str:
     """The shape rule's text, as the analysis states it (fixed before the numbers)."""
     return SHAPE_RULE
+
+
+def implementations_glue(p: Any) -> dict[str, Any]:
+    """What the chapter glues for the positive control, by name: the draft, n, the reference
+    context; per variant `impl_<variant>_{lo,hi,ratio,tokens,label,identical}` (formatted text;
+    `identical` is the lowest share of prompts, over contexts, whose output equals the cached
+    greedy baseline's); and `impl_reproduce`, the variants the shape rule says reproduce the
+    published shape ("none" when none does). Empty without a result."""
+    s = _summary(p)
+    if not s:
+        return {}
+    table = s.get("table") or []
+    out: dict[str, Any] = {
+        "impl_draft": f"`{s.get('draft', '?')}`",
+        "impl_ref": int(s.get("reference_context", 20)),
+        "impl_n": min((int(t["n_prompts"]) for t in table), default=0),
+    }
+    shapes = implementations_shape(p)
+    for v, sh in shapes.items():
+        same = [float(t["identical_fraction"]) for t in table if t["variant"] == v]
+        out[f"impl_{v}_lo"] = ci(sh["single_divisor_lo"], 2, suffix="x")
+        out[f"impl_{v}_hi"] = ci(sh["single_divisor_hi"], 2, suffix="x")
+        out[f"impl_{v}_ratio"] = sh["ratio_text"]
+        out[f"impl_{v}_tokens"] = sh["tokens_ratio_text"]
+        out[f"impl_{v}_label"] = sh["label"]
+        out[f"impl_{v}_identical"] = f"{100 * min(same):.0f}%" if same else "n/a"
+    names = [sh["name"] for sh in shapes.values() if sh["label"] == REPRODUCES]
+    out["impl_reproduce"] = ", ".join(names) if names else "none"
+    # whether every variant's one-divisor ratio lies wholly below the rule's fall threshold
+    out["impl_all_fall"] = bool(shapes) and all(
+        float((sh["ratio"] or {}).get("ci_high", float("nan"))) < SHAPE_FALL
+        for sh in shapes.values()
+    )
+    return out
+
+
+def slowest_block(p: Any) -> dict[str, Any] | None:
+    """The positive control's slowest (arm, context) block against that arm's median at the
+    same context: {method, context, prompt, wall_s, median_s, ratio}; None without rows. A
+    data-quality check the chapter prints (a cold start or a disturbed machine shows here)."""
+    res = p.get("implementations")
+    if res is None or res.rows is None or len(res.rows) == 0:
+        return None
+    df = res.rows
+    med = df.groupby(["method", "context"])["wall_s"].transform("median")
+    ratio = df["wall_s"] / med
+    i = ratio.idxmax()
+    row = df.loc[i]
+    return {
+        "method": str(row["method"]),
+        "context": int(row["context"]),
+        "prompt": int(row["prompt"]),
+        "wall_s": float(row["wall_s"]),
+        "median_s": float(med.loc[i]),
+        "ratio": float(ratio.loc[i]),
+    }

@@ -13,7 +13,14 @@ from typing import Any
 import pandas as pd
 
 from specdec_lib.reporting.earlier import earlier_recomputed
-from specdec_lib.reporting.figures.style import errorbars, log_axis, new_figure
+from specdec_lib.reporting.figures.style import (
+    DRAFT_COLORS,
+    color_of,
+    errorbars,
+    legend_outside,
+    log_axis,
+    new_figure,
+)
 
 # how each variant reads in a legend and a table (the config's names are the columns' values)
 VARIANT_NAMES = {
@@ -22,7 +29,7 @@ VARIANT_NAMES = {
     "mixed_draft": "(b') cached baseline, draft re-prefilled",
     "cached": "(c) both cached (ours)",
 }
-PUBLISHED_COLOR = "tab:red"
+PUBLISHED_COLOR = DRAFT_COLORS["earlier"]
 DODGE = 1.04  # the factor between neighbouring variants' x positions (log axis)
 
 
@@ -61,15 +68,16 @@ def draw_implementations(summary: dict[str, Any], published: pd.DataFrame | None
     if df is None:
         return None
     ref = summary.get("reference_context", 20)
-    fig, (left, right) = new_figure(2, 11.0, 4.6)
+    fig, (left, right) = new_figure(2)
     groups = list(df.groupby("variant", sort=False))
     for i, (variant, g) in enumerate(groups):
         g = g.sort_values("context")
         # dodged a little along the log axis, so equal values keep their whiskers apart
         x = g["context"] * DODGE ** (i - (len(groups) - 1) / 2)
         label = f"{variant_name(str(variant))} (n = {int(g['n_prompts'].min())})"
-        line = errorbars(left, x, *_ci(g, "single_divisor_speedup"), label)
-        errorbars(right, x, *_ci(g, "tokens_per_call"), label, color=line[0].get_color())
+        color = color_of(str(variant))
+        errorbars(left, x, *_ci(g, "single_divisor_speedup"), label, color=color)
+        errorbars(right, x, *_ci(g, "tokens_per_call"), label, color=color)
     contexts = sorted(df["context"].unique())
     if published is not None:
         t = published[published["strategy"] == "transformer draft"].sort_values("context")
@@ -78,15 +86,13 @@ def draw_implementations(summary: dict[str, Any], published: pd.DataFrame | None
                       ms=9, lw=2, label="earlier study, published 1B draft (T4)")  # fmt: skip
             contexts = sorted({*contexts, *(int(c) for c in t["context"])})
     left.axhline(1.0, color="grey", lw=1)
-    left.set(xlabel="context (tokens)", ylabel=f"speedup: baseline at {ref} / row",
-             title=f"the earlier study's way (one context-{ref} divisor; 95% CI)")  # fmt: skip
-    right.set(xlabel="context (tokens)", ylabel="new tokens per target call",
-              title="tokens per target call (acceptance)")  # fmt: skip
+    left.set(xlabel="context (tokens)", ylabel=f"baseline at {ref} / row",
+             title="one-divisor speedup")  # fmt: skip
+    right.set(xlabel="context (tokens)", ylabel="tokens per call", title="tokens per target call")
     right.set_ylim(bottom=0)
     for ax in (left, right):
         log_axis(ax, contexts)
-    handles, labels = left.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=2, frameon=False)
+    legend_outside(left)
     return fig
 
 

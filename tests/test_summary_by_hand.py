@@ -6,7 +6,6 @@ Every docstring names the planted bugs the test was seen to catch.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from specdec_lib.analysis.summary import summarize

@@ -7,9 +7,9 @@ import pytest
 from specdec_lib.analysis.theory import (
     acceptance_from_rate,
     best_k,
-    fitted_acceptance,
     expected_speedup,
     expected_tokens,
+    fitted_acceptance,
 )
 from specdec_lib.errors import SpecdecError
 
@@ -71,7 +71,8 @@ def test_best_k_extremes_and_optimality():
     for a in (0.3, 0.6, 0.8, 0.9, 0.97):
         for c in (0.01, 0.02, 0.05, 0.2):
             k = best_k(a, c)
-            assert all(expected_speedup(a, k, c) >= expected_speedup(a, j, c) for j in range(1, 400))
+            s = expected_speedup(a, k, c)
+            assert all(s >= expected_speedup(a, j, c) for j in range(1, 400))
 
 
 def test_the_unbounded_search_finds_an_optimum_beyond_sixteen():

@@ -59,6 +59,7 @@ KERNEL_NAME = "specdec"
 LOCK_NAME = ".book.lock"  # in <workdir>/_build and <out>/_build: one build at a time
 PARTIAL = ".partial"  # <out>/_build/.partial: jupyter-book's output while it builds
 PREVIOUS = ".previous"  # the last site, for the moment the new one replaces it
+BUILD_RECORD = ".specdec-build.json"  # in the published site: the profile and results it shows
 COLAB_BADGE = re.compile(r"\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)\n*")
 
 
@@ -415,6 +416,10 @@ def build(args: argparse.Namespace, results: Path, workdir: Path, out: Path) -> 
         )
         return rc
     site = publish_site(build_dir, args.builder)
+    # which profile and results this site shows (tests/test_book_words.py reads it)
+    (site / BUILD_RECORD).write_text(
+        json.dumps({"profile": args.profile, "results": str(results.resolve())}), encoding="utf-8"
+    )
     print(f"book: {site / 'index.html'}")
     return 0
 

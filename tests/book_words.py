@@ -1,5 +1,5 @@
-"""Words a reader meets in a built page: the text of its main article (`<article role="main">`
-of the Jupyter Book theme), without scripts, styles, math (an equation is not prose), the
+"""Words a reader meets in a built page: the text of its main article (the Jupyter Book theme's
+`<article class="bd-article">`, or one with role="main"), without scripts, styles, math (an equation is not prose), the
 permalink marks of headings or the hidden parts of folded cells. A word is a run of letters or
 digits, joined by an apostrophe, hyphen or point (`don't`, `bfloat16`, `2.33x` are one word
 each).
@@ -39,7 +39,9 @@ class _Article(HTMLParser):
             return
         a = dict(attrs)
         if self.depth == 0:
-            if tag == "article" and a.get("role") == "main":
+            if tag == "article" and (
+                a.get("role") == "main" or "bd-article" in (a.get("class") or "").split()
+            ):
                 self.depth = 1
             return
         self.depth += 1

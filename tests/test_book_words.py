@@ -24,7 +24,7 @@ BUDGET = 12_000  # the reader-facing chapters together
 PAGE_ONE = 600  # the introduction: one screen of answer
 
 PAGE = """<html><body><nav>menu words here</nav>
-<article class="bd-article" role="main">
+<article class="bd-article">
 <h1>Title<a class="headerlink" href="#t">#</a></h1>
 <p>Speculative decoding gives 2.33x [2.08, 2.79], n=10 on bfloat16; it doesn't loop.</p>
 <script>var not_words = 1;</script><style>.a {}</style>

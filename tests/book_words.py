@@ -1,8 +1,8 @@
 """Words a reader meets in a built page: the text of its main article (the Jupyter Book theme's
-`<article class="bd-article">`, or one with role="main"), without scripts, styles, math (an equation is not prose), the
-permalink marks of headings or the hidden parts of folded cells. A word is a run of letters or
-digits, joined by an apostrophe, hyphen or point (`don't`, `bfloat16`, `2.33x` are one word
-each).
+`<article class="bd-article">`, or one with role="main"), without scripts, styles, math (an
+equation is not prose), the permalink marks of headings or the hidden parts of folded cells.
+A word is a run of letters or digits, joined by an apostrophe, hyphen or point (`don't`,
+`bfloat16`, `2.33x` are one word each).
 
 `reader_pages(toc)` lists the chapters a reader reads (the toc's root and files, except the
 executed notebooks that book/build.py stages under book/experiments/); `article_words(html)`

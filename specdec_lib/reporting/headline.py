@@ -191,13 +191,15 @@ def speedup_figure(settings: list[tuple[str, Speedup | None, Speedup | None]]) -
     from specdec_lib.reporting.figures.style import legend_outside, new_figure
 
     fig, (ax,) = new_figure(1, 6.4, 0.75 + 0.62 * len(rows))
-    for j, (who, dy, marker) in enumerate((("ours", -0.12, "o"), ("Hugging Face", 0.12, "s"))):
+    for j, (who, dy, marker) in enumerate(
+        (("our best", -0.12, "o"), ("Hugging Face's best", 0.12, "s"))
+    ):
         pts = [(i, r[1 + j]) for i, r in enumerate(rows) if r[1 + j] is not None]
         ys = [i + dy for i, _ in pts]
         vs = [s.value for _, s in pts]
         lo = [s.value - as_float(s.interval.get("ci_low")) for _, s in pts]
         hi = [as_float(s.interval.get("ci_high")) - s.value for _, s in pts]
-        ax.errorbar(vs, ys, xerr=[lo, hi], fmt=marker, capsize=3, label=f"{who}'s best")
+        ax.errorbar(vs, ys, xerr=[lo, hi], fmt=marker, capsize=3, label=who)
     ax.axvline(1.0, color="grey", lw=1, ls="--")
     ax.set_yticks(range(len(rows)), [r[0] for r in rows])
     ax.invert_yaxis()

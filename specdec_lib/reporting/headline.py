@@ -188,9 +188,10 @@ def speedup_figure(settings: list[tuple[str, Speedup | None, Speedup | None]]) -
     rows = [(label, ours, hf) for label, ours, hf in settings if ours is not None]
     if not rows:
         return None
-    from specdec_lib.reporting.figures.style import legend_outside, new_figure
+    from specdec_lib.reporting.figures.style import new_figure
 
-    fig, (ax,) = new_figure(1, 6.4, 0.75 + 0.62 * len(rows))
+    # narrow, legend below: the figure keeps legible text when a phone scales it to its width
+    fig, (ax,) = new_figure(1, 4.8, 1.4 + 0.55 * len(rows))
     for j, (who, dy, marker) in enumerate(
         (("our best", -0.12, "o"), ("Hugging Face's best", 0.12, "s"))
     ):
@@ -204,7 +205,7 @@ def speedup_figure(settings: list[tuple[str, Speedup | None, Speedup | None]]) -
     ax.set_yticks(range(len(rows)), [r[0] for r in rows])
     ax.invert_yaxis()
     ax.set_xlabel("speedup over our greedy baseline (95% CI)")
-    legend_outside(ax)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, frameon=False)
     return fig
 
 

@@ -195,8 +195,7 @@ def repetition_markdown(bench: dict[str, Any]) -> str:
         "The 4-gram repetition of a continuation is the share of its generated 4-grams that "
         "already occurred earlier in the prompt or the output (the tables' last column, our "
         "baseline's row for the setting). Prompt lookup and n-gram drafts copy earlier text, so "
-        "they gain exactly where the continuation repeats itself. "
-        + _repetition_reading(points)
+        "they gain exactly where the continuation repeats itself. " + _repetition_reading(points)
     )
 
 

@@ -47,7 +47,8 @@ def result_commits(p: Any) -> dict[str, list[str]]:
 
 def commits_markdown(p: Any, files: bool = True) -> str:
     """Whether the results were computed at the commit the book is built at, and if not, how far
-    apart they are and (with `files`) which library files changed in between."""
+    apart they are and (with `files`) at which commit and which library files changed in
+    between; without, only how many commits apart (the hashes stay in env.json)."""
     head = _git("rev-parse", "HEAD")
     commits = result_commits(p)
     if not commits:
@@ -70,7 +71,9 @@ def commits_markdown(p: Any, files: bool = True) -> str:
             continue
         changed_files = [f for f in (changed or "").splitlines() if f] if files else []
         lines.append(
-            f"- {names}: computed at `{c[:12]}`, **{n} commits before** the build"
+            f"- {names}: computed "
+            + (f"at `{c[:12]}`, " if files else "")
+            + f"**{n} commits before** the build"
             + (
                 "; library files changed since: "
                 + ", ".join(f"`{f}`" for f in changed_files[:12])

@@ -255,7 +255,7 @@ def stage(workdir: Path, profile: str, results: Path, strict: bool) -> dict[str,
             f"{results / profile / 'notebooks'}; rerun them (make evaluate PROFILE={profile})"
         )
     stage_files(results / profile, staging / "files")
-    stage_claims(profile, results, staging / "files")
+    stage_claims(profile, results, staging)
     if strict and missing:
         raise BookError(
             f"--strict: no executed notebook for {', '.join(missing)} "

@@ -754,7 +754,7 @@ def test_build_synthetic_partial(tmp_path):
     paradox = _html(tmp_path, "book/paradox")
     assert "not tested" in paradox and "273.80" in paradox
     # the claims command's list: no chapter, a CSV staged beside the results and linked
-    claims_csv = tmp_path / "book" / "book" / "experiments" / "files" / "claims.csv"
+    claims_csv = tmp_path / "book" / "book" / "experiments" / "claims.csv"
     assert "partial/baseline/summary.json" in claims_csv.read_text(encoding="utf-8")
     assert "claims.csv" in _html(tmp_path, "book/reproducibility")
     strict = _build(tmp_path, "partial", results, "--strict")

@@ -59,6 +59,7 @@ KERNEL_NAME = "specdec"
 LOCK_NAME = ".book.lock"  # in <workdir>/_build and <out>/_build: one build at a time
 PARTIAL = ".partial"  # <out>/_build/.partial: jupyter-book's output while it builds
 PREVIOUS = ".previous"  # the last site, for the moment the new one replaces it
+BUILD_RECORD = ".specdec-build.json"  # in the published site: the profile and results it shows
 COLAB_BADGE = re.compile(r"\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)\n*")
 
 
@@ -191,10 +192,26 @@ def stage_notebook(src: Path, dst: Path, name: str, profile: str) -> None:
     nbformat.write(nb, dst)
 
 
+def stage_claims(profile: str, results: Path, dest: Path) -> None:
+    """Write dest/claims.csv: every number the chapters state from the profile's files, with its
+    interval, n, source and recomputing expression (`python -m specdec_lib claims --json`, as a
+    table; the reproducibility chapter links it). Nothing when the profile has no results."""
+    import pandas as pd
+
+    from specdec_lib.reporting.claims import claims, claims_json
+    from specdec_lib.results.read import load_results
+
+    p = load_results(profile, results)
+    if p.empty:
+        return
+    dest.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(claims_json(claims(p))).to_csv(dest / "claims.csv", index=False)
+
+
 def stage_files(profile_dir: Path, dest: Path) -> None:
-    """Copy each experiment's CSV/JSON result files to dest/<experiment>/ (the downloads page
-    links them, so a reader gets the exact files the book was built from). Hidden folders are
-    not results: `.<experiment>.*` is one being published by a batch that runs now."""
+    """Copy each experiment's CSV/JSON result files to dest/<experiment>/ (the reproducibility
+    chapter links them, so a reader gets the exact files the book was built from). Hidden
+    folders are not results: `.<experiment>.*` is one being published by a batch that runs now."""
     if not profile_dir.is_dir():
         return
     published = (p for p in profile_dir.iterdir() if not p.name.startswith("."))
@@ -238,6 +255,7 @@ def stage(workdir: Path, profile: str, results: Path, strict: bool) -> dict[str,
             f"{results / profile / 'notebooks'}; rerun them (make evaluate PROFILE={profile})"
         )
     stage_files(results / profile, staging / "files")
+    stage_claims(profile, results, staging)
     if strict and missing:
         raise BookError(
             f"--strict: no executed notebook for {', '.join(missing)} "
@@ -398,6 +416,10 @@ def build(args: argparse.Namespace, results: Path, workdir: Path, out: Path) -> 
         )
         return rc
     site = publish_site(build_dir, args.builder)
+    # which profile and results this site shows (tests/test_book_words.py reads it)
+    (site / BUILD_RECORD).write_text(
+        json.dumps({"profile": args.profile, "results": str(results.resolve())}), encoding="utf-8"
+    )
     print(f"book: {site / 'index.html'}")
     return 0
 

@@ -800,8 +800,10 @@ def test_build_synthetic_partial(tmp_path):
     assert "has not been run" in _html(tmp_path, "book/experiments/04_context_sweep")
     paradox = _html(tmp_path, "book/paradox")
     assert "not tested" in paradox and "273.80" in paradox
-    claims_page = _html(tmp_path, "book/claims")  # the claims command's table, built
-    assert "Traceback" not in claims_page and "partial/baseline/summary.json" in claims_page
+    # the claims command's list: no chapter, a CSV staged beside the results and linked
+    claims_csv = tmp_path / "book" / "book" / "experiments" / "claims.csv"
+    assert "partial/baseline/summary.json" in claims_csv.read_text(encoding="utf-8")
+    assert "claims.csv" in _html(tmp_path, "book/reproducibility")
     strict = _build(tmp_path, "partial", results, "--strict")
     assert strict.returncode != 0
 
@@ -816,7 +818,7 @@ def test_build_smoke_results_with_no_secret_in_the_book(smoke_batch, tmp_path, m
     monkeypatch.setenv("WANDB_MODE", "disabled")
     proc = _build(tmp_path, "smoke", results)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    pages = ("intro", "math", "paradox", "results", "reproducibility", "claims")
+    pages = ("intro", "math", "paradox", "results", "reproducibility", "performance")
     for page in (f"book/{p}" for p in pages):
         assert "Traceback" not in _html(tmp_path, page)
     for nb in report.NOTEBOOKS:

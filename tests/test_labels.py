@@ -27,7 +27,7 @@ def test_glossary_states_the_bootstrap_rule_the_code_applies():
 
 
 def test_glossary_does_not_call_the_pruned_head_self_draft_a_truncated_model():
-    entry = _entry("drafter spec")
+    entry = _entry("self-draft")
     assert "first 18 layers" not in entry
     assert "all 18 of the target's layers" in entry
 

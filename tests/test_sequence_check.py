@@ -239,11 +239,14 @@ def test_the_book_and_the_reading_state_the_check_from_the_result(fake_target):
     res = SimpleNamespace(summary={"sequence_check": {"1.0": out}}, config=cfg)
     prof = SimpleNamespace(get=lambda name: res if name == "sampling" else None)
     text = sequence_sentence(prof)
-    assert "400 decode runs" in text and f"near: {out['near']['verdict']}" in text
-    assert f"{out['argmax']['paths_tested']['residual_later']}" in text
+    verdicts = [out[m]["verdict"] for m in ("baseline", "near", "argmax")]
+    assert "400 decode runs" in text and "Of its 3 checks" in text
+    assert all(f"{verdicts.count(v)} {v}" in text for v in verdicts)
     table = sequence_table(prof)
     assert list(table["sampler"]) == ["baseline", "near", "argmax"]
-    assert "residual (after an accepted prefix)" in table.columns
+    assert list(table["verdict"]) == verdicts
+    later = table.set_index("sampler").loc["argmax", "residual (after an accepted prefix)"]
+    assert str(later) == str(out["argmax"]["paths_tested"]["residual_later"])
     reading = "\n".join(_extra_tables({"sequence_check": {"1.0": out}}))
     assert "Positions 1..m" in reading and out["near"]["verdict"] in reading
     old = SimpleNamespace(summary={}, config={})
@@ -277,7 +280,7 @@ def test_the_book_says_when_the_family_rule_changed_a_stored_verdict():
     text = sequence_sentence(SimpleNamespace(get=lambda name: res))
     assert "adopted after this run" in text and "fixed before the run" not in text
     assert "baseline at T = 1.0 (p = 0.030): 'deviates' alone, 'consistent' in the family" in text
-    assert "2 checks, each alone at alpha 0.05" in text and "10%" in text
+    assert "2 checks, each alone at significance level 0.05" in text and "10%" in text
     # decided as a family when it ran: the rule came first, and nothing is revised
     fam = {t: {m: {**c, "family_size": 2} for m, c in chk.items()} for t, chk in stored.items()}
     fam["1.0"]["baseline"]["verdict"] = "consistent"

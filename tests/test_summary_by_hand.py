@@ -6,7 +6,6 @@ Every docstring names the planted bugs the test was seen to catch.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from specdec_lib.analysis.summary import summarize
@@ -67,9 +66,10 @@ ROWS = [
 # c: draft seconds per proposed token over the baseline's seconds per token:
 #   (0.9 / 18) / 0.2 = 0.25 (per call instead: (0.9 / 6) / 0.2 = 0.75)
 # v: verify seconds per call over the baseline's per token: (1.8 / 6) / 0.2 = 1.5
-# Leviathan: E[tokens per call] / (K c + 1) with the a that makes E[tokens] = 2.5:
-#   2.5 / (0.75 + 1) = 1.4286; calibrated (the measured verify cost for the 1): 2.5 / 2.25 = 1.1111
-# a (i.i.d. fit): the root of 1 + a + a^2 + a^3 = 2.5 in (0, 1)
+# a (i.i.d. fit, maximum likelihood): accepted / positions reached; the calls accept 2 1 3 2 1 0
+#   of 3 each, reaching min(3, n + 1) = 3 2 3 3 2 1 positions: a = 9 / 14
+# Leviathan: E[tokens per call] at a = 9 / 14, K = 3, over (K c + 1) = 1.75; calibrated (the
+#   measured mean accepted length and verify cost): 2.5 / 2.25 = 1.1111
 
 
 def test_paired_speedup_is_the_ratio_of_total_seconds_paired_by_prompt():
@@ -108,18 +108,18 @@ def test_position_acceptance_and_histogram_by_hand():
 
 def test_cost_ratio_and_predicted_speedups_by_hand():
     """Planted bugs: c per draft call instead of per drafted token (0.75), the calibrated
-    prediction with the 1 of the Leviathan formula instead of the measured v (1.4286), a fitted
-    from the acceptance rate instead of the mean accepted length."""
+    prediction with the 1 of the Leviathan formula instead of the measured v, a fitted from the
+    acceptance rate or by inverting the mean accepted length (the root of
+    1 + a + a^2 + a^3 = 2.5) instead of the calls' counts."""
     s = summarize(ROWS)["ngram"]
     assert s["cost_ratio"] == pytest.approx(0.25)
     assert s["draft_s_per_token"] == pytest.approx(0.05)
     assert s["verify_s_per_call"] == pytest.approx(0.3)
     assert s["verify_cost_ratio"] == pytest.approx(1.5)
     assert s["draft_share_of_time"] == pytest.approx(0.9 / 5.0)
-    roots = np.roots([1.0, 1.0, 1.0, 1.0 - 2.5])  # a^3 + a^2 + a + 1 = 2.5
-    a = float(next(r.real for r in roots if abs(r.imag) < 1e-12 and 0 < r.real < 1))
-    assert s["per_token_acceptance_iid"] == pytest.approx(a, abs=1e-9)
-    assert s["predicted_speedup_leviathan"] == pytest.approx(2.5 / 1.75)
+    a = 9 / 14
+    assert s["per_token_acceptance_iid"] == pytest.approx(a, abs=1e-12)
+    assert s["predicted_speedup_leviathan"] == pytest.approx((1 + a + a**2 + a**3) / 1.75)
     assert s["predicted_speedup_calibrated"] == pytest.approx(2.5 / 2.25)
 
 

@@ -9,6 +9,7 @@ from specdec_lib.analysis.theory import (
     best_k,
     expected_speedup,
     expected_tokens,
+    fitted_acceptance,
 )
 from specdec_lib.errors import SpecdecError
 
@@ -58,25 +59,56 @@ def test_speedup_exceeds_one_iff_a_exceeds_c_at_k1():
 def test_best_k_decreases_or_stays_as_drafting_gets_dearer():
     costs = [0.0, 0.01, 0.05, 0.1, 0.2, 0.4, 0.8, 1.5]
     for a in A_GRID:
-        ks = [best_k(a, c) for c in costs]
+        ks = [best_k(a, c, k_max=16) for c in costs]
         assert ks == sorted(ks, reverse=True), (a, ks)
 
 
 def test_best_k_extremes_and_optimality():
-    assert best_k(0.9, 0.0) == 16  # free drafts and high acceptance: draft as far as allowed
+    assert best_k(0.9, 0.0, k_max=16) == 16  # free drafts: draft as far as allowed
     assert best_k(0.9, 0.0, k_max=5) == 5
     assert best_k(0.0, 0.1) == 1  # nothing is accepted: the smallest K
-    assert best_k(1.0, 0.0) == 16
-    for a in (0.3, 0.6, 0.8):
-        for c in (0.05, 0.2):
+    assert best_k(1.0, 0.0, k_max=16) == 16
+    for a in (0.3, 0.6, 0.8, 0.9, 0.97):
+        for c in (0.01, 0.02, 0.05, 0.2):
             k = best_k(a, c)
-            assert all(expected_speedup(a, k, c) >= expected_speedup(a, j, c) for j in range(1, 17))
+            s = expected_speedup(a, k, c)
+            assert all(s >= expected_speedup(a, j, c) for j in range(1, 400))
+
+
+def test_the_unbounded_search_finds_an_optimum_beyond_sixteen():
+    """c = 0.02, a = 0.9: S peaks at K = 19 (6.37x), past the old search's stop at 16 (the
+    planted bug: a search that stops at 16 returns 16)."""
+    assert best_k(0.9, 0.02) == 19
+    assert expected_speedup(0.9, 19, 0.02) == pytest.approx(6.3654, abs=1e-4)
+    assert expected_speedup(0.9, 19, 0.02) > expected_speedup(0.9, 16, 0.02)
+    assert best_k(0.9, 0.02, k_max=16) == 16  # a bound, when given, is the caller's
+
+
+@pytest.mark.parametrize(("a", "c"), [(0.5, 0.0), (1.0, 0.5), (1.0, 0.0)])
+def test_best_k_without_a_peak_is_refused(a, c):
+    with pytest.raises(SpecdecError, match="without bound"):
+        best_k(a, c)
 
 
 def test_best_k_grows_with_acceptance():
     for c in (0.02, 0.1, 0.3):
-        ks = [best_k(a, c) for a in A_GRID]
+        ks = [best_k(a, c, k_max=64) for a in A_GRID]
         assert ks == sorted(ks), (c, ks)
+
+
+def test_the_fit_counts_a_cut_short_last_call_as_what_it_drafted():
+    """Three full calls of K = 4 all accepted, then a last call cut short by the token cap that
+    proposed 2 and accepted both: no draft was ever rejected, so a = 1. The planted bug (the
+    mean accepted length inverted at K = 4, as if every call drafted 4) gives a < 1 although
+    every draft was accepted."""
+    assert fitted_acceptance([4, 4, 4, 2], [4, 4, 4, 2]) == 1.0
+    assert fitted_acceptance([4, 4, 4, 0], [4, 4, 4, 0]) == 1.0  # a call that drafted nothing
+    # a rejection at the first position of each of two calls, 2 + 3 accepted elsewhere:
+    # reached = 3 (2 accepted + rejection) + 1 + 1 + 3 (all of a 3-draft call) = 8
+    assert fitted_acceptance([2, 0, 0, 3], [4, 4, 4, 3]) == pytest.approx(5 / 8)
+    assert fitted_acceptance([], []) is None
+    with pytest.raises(SpecdecError):
+        fitted_acceptance([3], [2])
 
 
 @pytest.mark.parametrize("k", [1, 2, 4, 8])

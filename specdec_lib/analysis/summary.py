@@ -204,10 +204,17 @@ def summarize(rows: Sequence[dict[str, Any]], baseline: str = BASELINE) -> dict[
                 c = s["draft_s_per_token"] / step_s
                 a = s["acceptance_rate"]["value"]
                 mal = s["mean_accepted_length"]["value"]
-                a_iid = theory.acceptance_from_rate(min(max(mal, 1.0), k + 1.0), k)
+                # fitted to the calls' counts, so a last call cut short by the token cap is
+                # not read as a full draft of K that failed (theory.fitted_acceptance)
+                a_iid = theory.fitted_acceptance(
+                    [n for r in rs for n in r["accepted_lengths"]],
+                    [d for r in rs for d in r["proposed_lengths"]],
+                )
                 s["cost_ratio"] = c
                 s["per_token_acceptance_iid"] = a_iid
-                s["predicted_speedup_leviathan"] = theory.expected_speedup(a_iid, k, c)
+                s["predicted_speedup_leviathan"] = (
+                    theory.expected_speedup(a_iid, k, c) if a_iid is not None else None
+                )
                 # calibrated: the measured verify cost instead of "one call = one step"
                 v = s["verify_s_per_call"] / step_s
                 s["verify_cost_ratio"] = v

@@ -6,6 +6,8 @@ relative to one target call. Knows nothing about models or measurements.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from specdec_lib.errors import SpecdecError
 
 
@@ -32,10 +34,37 @@ def expected_speedup(a: float, k: int, c: float) -> float:
     return expected_tokens(a, k) / (k * c + 1.0)
 
 
-def best_k(a: float, c: float, k_max: int = 16) -> int:
-    """The K in 1..k_max with the highest expected speedup (the smallest on ties)."""
+def best_k(a: float, c: float, k_max: int | None = None) -> int:
+    """The K >= 1 with the highest expected speedup (the smallest on ties), searched up to k_max
+    when given, else exactly. S(K + 1) > S(K) exactly when g(K) = a^(K+1) (Kc + 1) - c E(K) > 0
+    (E(K) the expected tokens), and g(K + 1) - g(K) = -a^(K+1) (1 - a) ((K + 1) c + 1) < 0 for
+    a < 1: S rises to one peak and then falls, so the first K whose successor is no better is
+    the best. Where S never stops rising (c = 0 with a > 0, or a = 1 with c < 1) there is no
+    best K, and it says so rather than search for ever."""
     _check(a, 1, c)
-    return max(range(1, k_max + 1), key=lambda k: (expected_speedup(a, k, c), -k))
+    if k_max is not None:
+        return max(range(1, k_max + 1), key=lambda k: (expected_speedup(a, k, c), -k))
+    if (c == 0.0 and a > 0.0) or (a == 1.0 and c < 1.0):
+        raise SpecdecError(f"with a = {a} and c = {c} the speedup grows with K without bound")
+    k = 1
+    while expected_speedup(a, k + 1, c) > expected_speedup(a, k, c):
+        k += 1
+    return k
+
+
+def fitted_acceptance(accepted: Sequence[int], proposed: Sequence[int]) -> float | None:
+    """The i.i.d. model's per-token acceptance a fitted by maximum likelihood to per-call counts:
+    accepted drafts / draft positions reached. A call that proposed d drafts and accepted n < d
+    reached n + 1 positions (n acceptances, then the rejection); one that accepted all d reached
+    d and saw no rejection, whether d is the full K or a last call cut short by the token cap
+    (which must not count as a full draft that failed at d + 1). Calls that proposed nothing
+    carry no information. None when no position was reached."""
+    if len(accepted) != len(proposed):
+        raise SpecdecError(f"{len(accepted)} accepted counts for {len(proposed)} calls")
+    if any(not 0 <= n <= d for n, d in zip(accepted, proposed, strict=True)):
+        raise SpecdecError("a call cannot accept more drafts than it proposed, or fewer than 0")
+    reached = sum(min(d, n + 1) for n, d in zip(accepted, proposed, strict=True))
+    return sum(accepted) / reached if reached else None
 
 
 def acceptance_from_rate(mean_tokens_per_call: float, k: int) -> float:

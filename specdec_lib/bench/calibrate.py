@@ -163,10 +163,9 @@ def ceiling(
 
 def fitted_acceptance(accepted: list[int], proposed: list[int]) -> float | None:
     """Per-token acceptance a of the i.i.d. model fitted to the counts (maximum likelihood):
-    accepted drafts / draft positions reached (a call of d drafts accepting n reached
-    min(d, n + 1) positions). None when nothing was drafted."""
-    reached = sum(min(d, n + 1) for n, d in zip(accepted, proposed, strict=True))
-    return sum(accepted) / reached if reached else None
+    accepted drafts / draft positions reached (`analysis.theory.fitted_acceptance`, the fit
+    every summary uses). None when nothing was drafted."""
+    return theory.fitted_acceptance(accepted, proposed)
 
 
 def _calls(rows, name: str) -> tuple[list[int], list[int]]:

@@ -45,9 +45,10 @@ def result_commits(p: Any) -> dict[str, list[str]]:
     return out
 
 
-def commits_markdown(p: Any) -> str:
+def commits_markdown(p: Any, files: bool = True) -> str:
     """Whether the results were computed at the commit the book is built at, and if not, how far
-    apart they are and which library files changed in between."""
+    apart they are and (with `files`) at which commit and which library files changed in
+    between; without, only how many commits apart (the hashes stay in env.json)."""
     head = _git("rev-parse", "HEAD")
     commits = result_commits(p)
     if not commits:
@@ -68,14 +69,17 @@ def commits_markdown(p: Any) -> str:
         if n is None:
             lines.append(f"- {names}: computed at `{c[:12]}`, not in this checkout's history.")
             continue
-        files = [f for f in (changed or "").splitlines() if f]
+        changed_files = [f for f in (changed or "").splitlines() if f] if files else []
         lines.append(
-            f"- {names}: computed at `{c[:12]}`, **{n} commits before** the build"
+            f"- {names}: computed "
+            + (f"at `{c[:12]}`, " if files else "")
+            + f"**{n} commits before** the build"
             + (
-                f"; library files changed since: {', '.join(f'`{f}`' for f in files[:12])}"
-                + (f" and {len(files) - 12} more" if len(files) > 12 else "")
-                if files
-                else "; no library file changed since"
+                "; library files changed since: "
+                + ", ".join(f"`{f}`" for f in changed_files[:12])
+                + (f" and {len(changed_files) - 12} more" if len(changed_files) > 12 else "")
+                if changed_files
+                else ("; no library file changed since" if files else "")
             )
             + "."
         )

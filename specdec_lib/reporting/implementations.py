@@ -120,6 +120,7 @@ def implementations_glue(p: Any) -> dict[str, Any]:
         out[f"impl_{v}_lo"] = ci(sh["single_divisor_lo"], 2, suffix="x")
         out[f"impl_{v}_hi"] = ci(sh["single_divisor_hi"], 2, suffix="x")
         out[f"impl_{v}_ratio"] = sh["ratio_text"]
+        out[f"impl_{v}_ratio_value"] = f"{float((sh['ratio'] or {}).get('value', 'nan')):.2f}"
         out[f"impl_{v}_tokens"] = sh["tokens_ratio_text"]
         out[f"impl_{v}_label"] = sh["label"]
         out[f"impl_{v}_identical"] = f"{100 * min(same):.0f}%" if same else "n/a"

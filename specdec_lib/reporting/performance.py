@@ -4,8 +4,9 @@ and every number this module prints is read from that object (none is typed here
 
 `read_bench(path)` parses it; `arms_table`, `ceiling_table`, `targets_table`,
 `repetition_markdown`, `tree_identity_markdown` and `provenance_markdown` turn it into the
-chapter's tables and sentences; `page_markdown` is all of them in the chapter's order (what the
-tests compare between a file and a changed copy).
+chapter's tables and sentences (`targets_table`, the bench's own thresholds, is for the
+command line and the tests, not the chapter); `page_markdown` is all of them in the chapter's
+order (what the tests compare between a file and a changed copy).
 
 Torch-free; knows nothing about how the bench was run or timed, only its file's keys.
 """
@@ -13,6 +14,7 @@ Torch-free; knows nothing about how the bench was run or timed, only its file's 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,11 @@ BENCH_FILE = "bench.txt"
 # chapter shows it in its own section, with its own header, never merged into one table
 LOOPFREE_FILE = "bench-loopfree.txt"
 BENCH_FILES = (BENCH_FILE, LOOPFREE_FILE)
+# the header's date and machine: "... on 2026-12-06 at commit abc1234, <machine>, bfloat16, ..."
+_RUN = re.compile(
+    r" on (?P<date>\d{4}-\d{2}-\d{2}) at commit \w+, (?P<machine>.+?), "
+    r"(?:bfloat16|float32|float16)\b"
+)
 
 
 def read_bench(path: Path) -> dict[str, Any]:
@@ -176,25 +183,19 @@ def ceiling_markdown(bench: dict[str, Any]) -> str:
 
 
 def repetition_markdown(bench: dict[str, Any]) -> str:
-    """How repetitive the continuations were (share of generated 4-grams seen before in prompt
-    or output, our baseline's), per group beside the best speedup, and what that means."""
-    parts, points = [], []
+    """What the 4-gram repetition is (share of generated 4-grams seen before in prompt or
+    output, our baseline's) and whether the more repetitive settings have the larger best
+    speedups, read from each group's numbers (the tables show them per setting)."""
+    points = []
     for gname, g in bench.get("groups", {}).items():
         base = (g.get("arms") or {}).get("baseline") or {}
         ours = (g.get("arms") or {}).get(g.get("best_ours")) or {}
-        parts.append(
-            f"`{gname}`: repetition {_ci_n(base.get('repetition_4gram'), 2)}, "
-            f"best speedup {_ci_n(ours.get('speedup'), 2, 'x')} (`{g.get('best_ours')}`)"
-        )
         points.append((central(base.get("repetition_4gram")), central(ours.get("speedup")), gname))
     return (
         "The 4-gram repetition of a continuation is the share of its generated 4-grams that "
-        "already occurred earlier in the prompt or the output (median over prompts, 95% "
-        "interval). Prompt lookup and n-gram drafts copy earlier text, so they gain exactly "
-        "where the continuation repeats itself. Per setting, for our baseline:\n\n"
-        + "\n".join(f"- {p}" for p in parts)
-        + "\n\n"
-        + _repetition_reading(points)
+        "already occurred earlier in the prompt or the output (the tables' last column, our "
+        "baseline's row for the setting). Prompt lookup and n-gram drafts copy earlier text, so "
+        "they gain exactly where the continuation repeats itself. " + _repetition_reading(points)
     )
 
 
@@ -241,17 +242,16 @@ def tree_identity_markdown(bench: dict[str, Any]) -> str:
     frac = (ident.get("identical_fraction") or {}).get(tree)
     text = (
         f"The tree draft (`{(bench.get('tree') or {}).get('draft')}`, K = "
-        f"{(bench.get('tree') or {}).get('k')}) is fast but, in {bench.get('dtype')}, its "
-        "outputs are token-identical to our baseline's only on some prompts: "
+        f"{(bench.get('tree') or {}).get('k')}) is fast, but in {bench.get('dtype')} its "
+        "outputs equal our baseline's only on some prompts: "
         + "; ".join(per_group)
-        + ". Its one verification call scores the whole tree at once, and in reduced precision "
-        "that batched call is not bit-identical to one-position steps, so near-ties can flip; "
-        "the bench therefore never calls it best (the best arm must be identical on every "
-        "prompt)."
+        + ". The bench never calls it best (the best arm must be identical on every prompt); "
+        "{ref}`token identity <token-identity>` in the Results chapter says why batched calls "
+        "differ in reduced precision."
     )
     if frac is not None:
         text += (
-            f" In the {ident.get('dtype')} identity check ({ident.get('prompts')} prompts, "
+            f" In {ident.get('dtype')} ({ident.get('prompts')} prompts, "
             f"{ident.get('max_new_tokens')} new tokens) {pct(frac, 0)} of its outputs are "
             "identical"
             + (
@@ -280,16 +280,31 @@ def targets_table(bench: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def bench_machine(bench: dict[str, Any]) -> str:
+    """The machine a bench ran on, as its header names it ('2-core Intel Xeon ... with AMX'),
+    else its device as the JSON says."""
+    m = _RUN.search(str(bench.get("_header", "")))
+    return m.group("machine") if m else str(bench.get("device", "an unrecorded machine"))
+
+
+def bench_date(bench: dict[str, Any]) -> str | None:
+    """The day the bench ran, as its header says, or None."""
+    m = _RUN.search(str(bench.get("_header", "")))
+    return m.group("date") if m else None
+
+
 def provenance_markdown(bench: dict[str, Any], file: str = BENCH_FILE) -> str:
-    """Where the numbers come from: the file, the run's own header line, n per arm."""
+    """Where the numbers come from: the file, the command, the machine, dtype and n per arm
+    (the run's conditions and its own targets stay in the file)."""
     loopfree = file == LOOPFREE_FILE
     where = "in this section" if loopfree else "outside its last section"
+    date = bench_date(bench)
     return (
-        f"Every number {where} is read from `{file}` (its last line, one JSON object), "
-        f"written by `python -m specdec_lib bench "
-        f"--target {bench.get('target')}{' --groups loopfree' if loopfree else ''}`: "
-        f"{bench.get('n_prompts')} prompts per group, {bench.get('device')}, "
-        f"{bench.get('dtype')}. The run's own header: *{bench.get('_header', '')}*"
+        f"Every number {where} is read from `{file}`, written by `python -m specdec_lib bench "
+        f"--target {bench.get('target')}{' --groups loopfree' if loopfree else ''}`"
+        + (f" on {date}" if date else "")
+        + f": {bench.get('n_prompts')} prompts per group, on a {bench_machine(bench)}, "
+        f"{bench.get('dtype')}."
     )
 
 
@@ -332,7 +347,6 @@ def page_markdown(bench: dict[str, Any]) -> str:
             md_table(ceiling_table(bench)),
             repetition_markdown(bench),
             tree_identity_markdown(bench),
-            md_table(targets_table(bench)),
         ]
     )
 

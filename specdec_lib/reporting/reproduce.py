@@ -76,14 +76,14 @@ def changed_since(p: Profile, exps: dict[str, Any]) -> list[str]:
 
 
 def _outcome_rows(exps: dict[str, Any]) -> list[dict[str, str]]:
-    """One row per checked experiment; a note column only where one did not pass."""
+    """One row per checked experiment (the columns compared are said once, above the table); a
+    note column only where one did not pass."""
     rows = []
     for e, c in exps.items():
         row = {
             "experiment": f"`{e}`",
             "outcome": str(c.get("outcome")),
             "rows compared": str(c.get("rows", 0)),
-            "columns compared": ", ".join(f"`{x}`" for x in c.get("columns") or []) or "-",
         }
         if any(x.get("outcome") != PASSED for x in exps.values()):
             row["note"] = "; ".join(c.get("details") or []) if c.get("outcome") != PASSED else "-"

@@ -22,7 +22,8 @@ def _cell(v: object) -> str:
 
 
 def env_table(p: Profile) -> pd.DataFrame | None:
-    """One row per experiment: where and with what it ran."""
+    """One row per experiment: where and with what it ran (its commit is in env.json and in the
+    reproducibility page's provenance line, not in this table)."""
     if p.empty:
         return None
     keys = [
@@ -36,7 +37,6 @@ def env_table(p: Profile) -> pd.DataFrame | None:
         "python",
         "torch",
         "transformers",
-        "git_commit",
         "wall_s_experiment",
     ]
     rows = []
@@ -44,8 +44,6 @@ def env_table(p: Profile) -> pd.DataFrame | None:
         row = {"experiment": e}
         for k in keys:
             v = r.env.get(k)
-            if k == "git_commit" and isinstance(v, str):
-                v = v[:12]
             if k == "wall_s_experiment":
                 v = num(v, 0, " s")
             row[k] = _cell(v)
@@ -54,7 +52,8 @@ def env_table(p: Profile) -> pd.DataFrame | None:
 
 
 def config_table(p: Profile) -> pd.DataFrame | None:
-    """One row per stored experiment: its main config values and its sweep."""
+    """One row per stored experiment: its main config values and its sweep (the config hash,
+    bookkeeping for reuse, stays in config.json)."""
     if p.empty:
         return None
     keys = [
@@ -66,7 +65,6 @@ def config_table(p: Profile) -> pd.DataFrame | None:
         "k",
         "max_new_tokens",
         "n_prompts",
-        "config_hash",
     ]
     rows = []
     for e, r in _stored(p):

@@ -99,8 +99,9 @@ def sequence_table(p: Profile) -> pd.DataFrame | None:
 
 
 def sequence_sentence(p: Profile) -> str:
-    """What the sampling experiment's result says the empirical check covered, in one paragraph
-    read from the result file (the book states no verdict of its own)."""
+    """What the sampling experiment's empirical check covered and how its verdicts fell, in one
+    paragraph read from the result file (each check's numbers are in `sequence_table`, not
+    repeated here; the book states no verdict of its own)."""
     res = p.get("sampling")
     if res is None:
         return "The sampling experiment has no result in this profile."
@@ -113,19 +114,8 @@ def sequence_sentence(p: Profile) -> str:
             "residual after an accepted prefix were hardly exercised."
         )
     seq = res.config.get("sequence") or {}
-    parts = []
-    for t, chk in checks.items():
-        said = []
-        for m, c in chk.items():
-            paths = c.get("paths_tested") or {}
-            said.append(
-                f"{m}: {c.get('verdict')} (p = {num(c.get('p_value'), 3)}, "
-                f"{num(c.get('n_tested'), 0)} tokens tested, "
-                f"detectable TVD {num(c.get('detectable_tvd'), 3)}; "
-                + ", ".join(f"{PATH_LABELS[k]} {num(paths.get(k, 0), 0)}" for k in PATH_LABELS)
-                + ")"
-            )
-        parts.append(f"at T = {num(as_float(t), 1)}, " + "; ".join(said))
+    verdicts = [c.get("verdict") for chk in checks.values() for c in chk.values()]
+    tally = ", ".join(f"{verdicts.count(v)} {v}" for v in dict.fromkeys(verdicts))
     return (
         f"The experiment `06_sampling` checks it empirically: {seq.get('n_samples')} decode runs "
         f"of {seq.get('positions')} tokens per method (K = {seq.get('k')}) on a looping prompt, "
@@ -133,11 +123,9 @@ def sequence_sentence(p: Profile) -> str:
         f"verdicts by {family_history(stored)}, all temperatures and methods as one family "
         f"(Bonferroni: deviates if p < 0.05 / {family_size(checks)}; consistent if not, with a "
         f"detectable TVD at that level of at most {seq.get('tvd_target')} and at least "
-        f"{seq.get('min_path')} tested tokens on every path; inconclusive otherwise). "
-        + "; ".join(parts).capitalize()[:1]
-        + "; ".join(parts)[1:]
-        + "."
-        + revised_verdicts(stored, checks)
+        f"{seq.get('min_path')} tested tokens on every path; inconclusive otherwise). Of its "
+        f"{len(verdicts)} checks: {tally}; the table gives each with its p, its tokens and the "
+        "paths they took." + revised_verdicts(stored, checks)
     )
 
 
@@ -149,7 +137,7 @@ def family_history(stored: dict[str, Any]) -> str:
         return "the rule fixed before the run"
     return (
         "a rule adopted after this run (the run itself decided each check alone at its own "
-        "alpha, the rule fixed before it), applied when the stored result is read"
+        "significance level, the rule fixed before it), applied when the stored result is read"
     )
 
 
@@ -168,7 +156,7 @@ def revised_verdicts(stored: dict[str, Any], checks: dict[str, Any]) -> str:
     n = family_size(checks)
     false_alarm = 1 - (1 - max(alphas)) ** n
     return (
-        f" The rule was revised after the run because {n} checks, each alone at alpha "
+        f" The rule was revised after the run because {n} checks, each alone at significance level "
         f"{num(max(alphas), 2)}, call a false deviation somewhere among them with probability "
         f"{pct(false_alarm, 0)}; the verdicts it changed: " + "; ".join(changed) + "."
     )

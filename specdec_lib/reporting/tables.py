@@ -70,7 +70,7 @@ def transformer_note(p: Profile) -> str | None:
         if (p.get(e).config.get("arms") or {}).get(name, a.get("draft")) == spec
         and finite(a.get("cost_ratio"))
     ]
-    text = f"Our transformer draft is `{spec}` (see the glossary's drafter spec)"
+    text = f"Our transformer draft is `{spec}` (see the glossary)"
     if cs:
         text += (
             f"; its measured cost ratio c is {num(min(cs), 2)}-{num(max(cs), 2)} over the "

@@ -25,8 +25,9 @@ from specdec_lib.reporting.figures.book import (
     fig_measured_vs_predicted, fig_position_acceptance, fig_prompt_confound, fig_replay,
     fig_speedup_vs_context, fig_time_split, fig_training_curve)
 from specdec_lib.reporting.figures.style import new_figure, show
-from specdec_lib.reporting.format import (admonition, ci, ci_pct, common_markdown, md_table,
-                                          missing_note, num, pct, split_common)
+from specdec_lib.reporting.format import (admonition, ci, ci_pct, common_markdown, download_role,
+                                          md_code, md_table, md_text, missing_note, num, pct,
+                                          split_common)
 from specdec_lib.reporting.hypotheses import (LABELS, h3_per_draft, rule_markdown, scope,
                                               verdict_table, verdicts)
 from specdec_lib.reporting.hypotheses_summary import (bottom_line, key_numbers,
@@ -45,7 +46,8 @@ from specdec_lib.results.read import (book_profile, damaged_results, load_result
 __all__ = [
     "EXPERIMENTS", "LABELS", "NOTEBOOKS", "a_from_rate", "acceptance_change", "admonition",
     "beside_published", "book_profile", "bottom_line", "ci", "ci_pct", "common_markdown",
-    "config_table", "damaged_results", "earlier_baseline_time", "earlier_drop",
+    "config_table", "damaged_results", "download_role", "md_code", "md_text",
+    "earlier_baseline_time", "earlier_drop",
     "earlier_recomputed", "earlier_study", "earlier_table", "env_table",
     "fig_accepted_histogram", "fig_acceptance_vs_context", "fig_agreement_vs_context",
     "fig_baseline_growth", "fig_divergence_margins", "fig_earlier_study", "fig_ladder",

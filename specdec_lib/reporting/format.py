@@ -17,6 +17,7 @@ import pandas as pd
 
 from specdec_lib.results.catalog import EXPERIMENTS, NOTEBOOKS
 from specdec_lib.results.read import Profile
+from specdec_lib.results.schema import SAFE_NAME
 
 
 def as_float(x: Any) -> float:
@@ -97,8 +98,6 @@ _KEPT = re.compile(r"&#[0-9]{1,7};|(?<=[A-Za-z0-9])_(?=[A-Za-z0-9])|&(?![A-Za-z]
 _LEADING = re.compile(r"^(\s*)([#+\-=:>!]|\d+[.)])")
 _LINE_BREAK = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
-# a result file's name (and a folder of them), as results/SCHEMA.md and the bundle import allow
-SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 # markup the book's own code writes into table cells: a code span, a {doc} cross-reference
 _CELL_MARKUP = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)|\{doc\}`([A-Za-z0-9_ ./<>-]+)`")
 

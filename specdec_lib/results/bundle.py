@@ -326,6 +326,8 @@ def import_bundle(
             raise SpecdecError(f"bundle {path} is damaged ({type(e).__name__}: {e})") from None
         exps = check_unpacked(Path(tmp) / top, top)
         dest = Path(results_root) / top
+        if Path(results_root).exists() and not Path(results_root).is_dir():
+            raise SpecdecError(f"the results folder {results_root} is a file, not a folder")
         if dest.exists() and not dest.is_dir():
             raise SpecdecError(f"{dest} is a file, not a profile's results folder")
         there = [d.name for d in exps if (dest / d.name).exists()]

@@ -242,7 +242,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     draft = parse(args.draft)
     k = args.k if args.k is not None else (draft.k or DEFAULT_K)  # an explicit --k wins
     if args.max_new_tokens < 1:  # nothing to generate: no call to report
-        raise SpecdecError(f"--max-new-tokens must be at least 1, got {args.max_new_tokens}")
+        raise SpecdecError(f"max_new_tokens must be at least 1, got {args.max_new_tokens}")
     spec = SpecConfig(k, args.max_new_tokens)
     check_model_name(args.target)
     if REGISTRY[draft.name].greedy_only and not sampling.greedy:

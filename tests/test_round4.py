@@ -56,7 +56,7 @@ def test_max_new_tokens_zero_is_refused(capsys):
     err = one_line(
         capsys, "generate", "--target", "embedded", "--prompt", "hi", "--max-new-tokens", "0"
     )
-    assert "--max-new-tokens" in err
+    assert "max_new_tokens must be at least 1" in err
 
 
 def test_a_profile_naming_a_key_twice_is_refused(tmp_path):

@@ -21,7 +21,7 @@ from specdec_lib.results import bundle
 from specdec_lib.results.schema import result_problem
 
 ROOT = Path(__file__).resolve().parents[1]
-PROFILE = "colab-t4"
+PROFILE = "imported"  # no profiles/imported.yaml: not checked against a profile here
 EXPS = ("baseline", "bigram")
 
 
@@ -280,3 +280,51 @@ def test_an_error_part_way_through_a_first_import_leaves_nothing(bundles, tmp_pa
     with pytest.raises(OSError):
         bundle.import_bundle(bundles["new"], results)
     assert not [p for p in (results / PROFILE).iterdir() if not p.name.startswith(".")]
+
+
+# --------------------------------------------------------------------------------------------
+# checked against the profile it names (case 7)
+
+
+def as_colab_t4(name: str, data: bytes, **config) -> tuple[str, bytes]:
+    """A member moved under profile colab-t4, its config given `config` (hash recomputed)."""
+    from specdec_lib.config import config_hash
+
+    name = name.replace(f"{PROFILE}/", "colab-t4/", 1)
+    if name.endswith(("config.json", "summary.json")):
+        d = {**json.loads(data), "profile": "colab-t4"}
+        if name.endswith("config.json"):
+            d.update(config)
+            d["config_hash"] = config_hash({k: v for k, v in d.items() if k != "config_hash"})
+        data = json.dumps(d).encode()
+    return name, data
+
+
+@pytest.mark.parametrize(
+    ("config", "says"),
+    [
+        ({"target": "embedded"}, "is not the profile's 'google/gemma-3-4b-pt'"),
+        (
+            {"target": "google/gemma-3-4b-pt", "arms": {"baseline": "none", "d": "model:x/y"}},
+            "'model:x/y', which the profile never names",
+        ),
+    ],
+)
+def test_a_bundle_measured_under_another_profile_is_refused(
+    bundles, tmp_path, capsys, monkeypatch, config, says
+):
+    bad = rezip(bundles["old"], tmp_path / "t4.zip", lambda n, d: as_colab_t4(n, d, **config))
+    monkeypatch.setenv("SPECDEC_RESULTS", str(tmp_path / "results"))
+    assert says in refused(capsys, str(bad))
+    assert not (tmp_path / "results").exists()
+
+
+def test_profile_problem_accepts_a_run_of_the_profile():
+    from specdec_lib.environment.profiles import load_profile
+
+    prof = load_profile("colab-t4")
+    config = {
+        "target": prof["target"],
+        "arms": {"baseline": "none", "g": prof["drafts"]["transformer"]},
+    }
+    assert bundle.profile_problem(prof, config, {"device": "cuda:0"}) is None

@@ -188,9 +188,11 @@ def as_profile(name: str, data: bytes, to: str) -> tuple[str, bytes]:
     naming it (hashes recomputed), as a bundle measured under that profile would be."""
     name = name.replace("smoke-pair/", f"{to}/", 1)
     exp = name.split("/")[1]
-    for file in ("config.json", "summary.json"):
-        name, data = edit(name, data, exp, file, profile=to)
-    return name, data
+    name, data = edit(name, data, exp, "summary.json", profile=to)
+    prof = load_profile(to)  # the import checks the profile's target and model: drafts
+    if name.endswith("/config.json"):
+        data = data.replace(b"model:tiny-random-draft", prof["drafts"]["transformer"].encode())
+    return edit(name, data, exp, "config.json", profile=to, target=prof["target"])
 
 
 BAD = {

@@ -3,19 +3,21 @@ happened (a Colab notebook's last cell, `study.write_bundle`) and imported into 
 `results/<profile>/` by `python -m specdec_lib import-bundle PATH.zip` (the way back into the
 book).
 
-A bundle holds `<profile>/<experiment>/{config.json, env.json, summary.json, per_prompt.csv,
-...}` and nothing else: no W&B folder, no checkpoint, no lock. `import_bundle` unpacks it into a
-temporary folder and accepts it only when every member is a plain file under one profile folder
-whose name is a profile name (the profile grammar), in a folder named after an experiment of
-the catalog (`notebooks` is none), with a result file's name (`schema.SAFE_NAME`: the book links
-these names), every JSON file is strict JSON (no NaN, no infinity, as SCHEMA.md says), every
-experiment passes `schema.result_problem` (config.json, env.json, summary.json and the rows
-whole), every config.json's stored `config_hash` is the hash of its config (recomputed: an edited
-config would otherwise be reused as the config it no longer is), every config and summary names
-that profile, each env.json was written by a run of its own config (its device and dtype those the
-config asks for), all were measured with one target on one machine (GPU and its capability, or
-CPU), and no file holds a secret (a set secret's value or a hub-token shaped string); else it
-refuses in one line (a SpecdecError) naming the experiment, and writes nothing.
+A bundle holds `<profile>/<experiment>/{config.json, env.json, summary.json, per_prompt.csv, ...}`
+and nothing else: no W&B folder, no checkpoint, no lock. `import_bundle` unpacks it into a temporary
+folder and accepts it only when every member is a plain file under one profile folder whose name is
+a profile name (the profile grammar), in a folder named after an experiment of the catalog
+(`notebooks` is none), with a result file's name (`schema.SAFE_NAME`: the book links these names),
+every JSON file is strict JSON (no NaN, no infinity, as SCHEMA.md says), every experiment passes
+`schema.result_problem` (config.json, env.json, summary.json and the rows whole), every
+config.json's stored `config_hash` is the hash of its config (recomputed: an edited config would
+otherwise be reused as the config it no longer is), every config and summary names that profile, and
+where `profiles/<profile>.yaml` exists every config asks for its target, every `model:` draft an arm
+runs is one the profile names and the device is the profile's unless it leaves that to the machine
+(`profile_problem`), each env.json was written by a run of its own config (its device and dtype
+those the config asks for), all were measured with one target on one machine (GPU and its
+capability, or CPU), and no file holds a secret (a set secret's value or a hub-token shaped string);
+else it refuses in one line (a SpecdecError) naming the experiment, and writes nothing.
 
 Once accepted, the import is atomic per experiment and locked: it holds the folder's batch lock
 and its book lock (`results.locks.changing`: refused in one line while a batch runs for the
@@ -35,6 +37,7 @@ import errno
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 import zipfile
@@ -42,6 +45,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from specdec_lib.config import config_hash
+from specdec_lib.environment.profiles import PROFILES, load_profile
 from specdec_lib.environment.profiles import _name as profile_name_problem
 from specdec_lib.environment.secrets import holds_secret, secret_values
 from specdec_lib.errors import SpecdecError
@@ -197,12 +201,40 @@ def env_problem(config: dict[str, Any], env: dict[str, Any]) -> str | None:
     return None
 
 
+def _strings(obj: Any) -> list[str]:
+    if isinstance(obj, dict):
+        return [s for v in obj.values() for s in _strings(v)]
+    if isinstance(obj, list):
+        return [s for v in obj for s in _strings(v)]
+    return [obj] if isinstance(obj, str) else []
+
+
+def profile_problem(
+    profile: dict[str, Any], config: dict[str, Any], env: dict[str, Any]
+) -> str | None:
+    """Why a result cannot have been measured under this profile (its YAML, as loaded): another
+    target, a `model:` draft the profile never names, a device other than the one it fixes (None
+    when it can)."""
+    if config.get("target") != profile.get("target"):
+        return f"its target {config.get('target')!r} is not the profile's {profile.get('target')!r}"
+    named = set(_strings(profile))
+    for arm, spec in (config.get("arms") or {}).items():
+        for model in re.findall(r"model:[^\s,;]+", str(spec)):
+            if model not in named:
+                return f"its arm {arm!r} drafts with {model!r}, which the profile never names"
+    want, got = str(profile.get("device") or "auto"), str(env.get("device") or "")
+    if want != "auto" and got and got.split(":")[0] != want.split(":")[0]:
+        return f"it was measured on {got}, the profile runs on {want}"
+    return None
+
+
 def check_unpacked(folder: Path, profile: str) -> list[Path]:
     """The experiments of an unpacked profile folder when the bundle is sound, else a one-line
     SpecdecError naming the first problem."""
     exps = [d for d in sorted(folder.iterdir()) if d.is_dir()]
     targets: set[str] = set()
     devices: dict[str, list[str]] = {}  # machine -> the experiments measured on it
+    declared = load_profile(profile) if (PROFILES / f"{profile}.yaml").is_file() else None
     for d in exps:
         problem = result_problem(d, study=True)
         if problem is not None:
@@ -216,6 +248,8 @@ def check_unpacked(folder: Path, profile: str) -> list[Path]:
         problem = hash_problem(config) or env_problem(config, env)
         if problem is not None:
             raise SpecdecError(f"bundle's {d.name}/ is mixed or edited: {problem}; not imported")
+        if declared is not None and (problem := profile_problem(declared, config, env)):
+            raise SpecdecError(f"bundle's {d.name}/ is not a {profile} result: {problem}")
         for what, data in (("config.json", config), ("summary.json", summary)):
             if data.get("profile") != profile:
                 raise SpecdecError(

@@ -185,6 +185,8 @@ def test_md_cell_keeps_the_books_code_spans_and_page_links_and_nothing_else():
     kinds = _tokens(md)
     assert "table_open" in kinds and kinds.count("myst_role") == 1  # the {doc} link only
     assert "html_inline" not in kinds and kinds.count("code_inline") >= 2
+    assert "myst_role" not in _tokens(md_cell("{doc}`99_x <experiments/99_x>`"))  # no such page
+    assert "myst_role" not in _tokens(md_cell("{doc}`intro <../../etc/passwd>`"))
     assert "|" not in md_cell("x | y") and "\\|" in md_cell("`x | y`")
 
 

@@ -98,8 +98,11 @@ _KEPT = re.compile(r"&#[0-9]{1,7};|(?<=[A-Za-z0-9])_(?=[A-Za-z0-9])|&(?![A-Za-z]
 _LEADING = re.compile(r"^(\s*)([#+\-=:>!]|\d+[.)])")
 _LINE_BREAK = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
-# markup the book's own code writes into table cells: a code span, a {doc} cross-reference
-_CELL_MARKUP = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)|\{doc\}`([A-Za-z0-9_ ./<>-]+)`")
+# markup the book's own code writes into table cells: a code span, a {doc} link to the page of a
+# notebook of the study (the only pages a cell links; any other is text)
+_CELL_MARKUP = re.compile(
+    r"(`+)(.+?)(?<!`)\1(?!`)|\{doc\}`([0-9]{2}_[a-z0-9_]+) <experiments/([0-9]{2}_[a-z0-9_]+)>`"
+)
 
 
 def one_line(s: Any) -> str:
@@ -134,12 +137,17 @@ def md_code(s: Any) -> str:
 
 def md_cell(v: Any) -> str:
     """A table cell as given, with only the book's own cell markup kept: each code span
-    re-fenced by md_code (a backtick in a value cannot end it early), a `{doc}` link to a page
-    of the book kept; everything else is literal text (md_text)."""
+    re-fenced by md_code (a backtick in a value cannot end it early), a `{doc}` link to the page
+    of a notebook of the study kept; everything else is literal text (md_text)."""
     s, out, at = one_line(v), [], 0
     for m in _CELL_MARKUP.finditer(s):
         out.append(md_text(s[at : m.start()]))
-        out.append(md_code(m.group(2)) if m.group(1) else f"{{doc}}`{m.group(3)}`")
+        if m.group(1):
+            out.append(md_code(m.group(2)))
+        elif m.group(4) in NOTEBOOKS:
+            out.append(f"{{doc}}`{m.group(3)} <experiments/{m.group(4)}>`")
+        else:
+            out.append(md_text(m.group(0)))
         at = m.end()
     out.append(md_text(s[at:]))
     return "".join(out).replace("|", "\\|")

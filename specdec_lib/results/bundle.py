@@ -31,6 +31,7 @@ them. Torch-free.
 
 from __future__ import annotations
 
+import csv
 import ctypes
 import ctypes.util
 import errno
@@ -56,6 +57,11 @@ from specdec_lib.results.schema import SAFE_NAME, result_problem
 SUFFIXES = (".json", ".csv", ".png", ".md", ".txt", ".ipynb")  # what a result directory holds
 MAX_BYTES = 512 * 1024 * 1024  # unpacked; a results bundle is a few MB
 STAGED = ".import-"  # the prefix of an import's hidden folders beside its destinations
+# a key of a result's JSON (arm, draft, context, temperature, input labels) and a name in its rows
+# (the `method` and `draft` columns: arm names and drafter specs): what the study writes, and no
+# character with a meaning in Markdown, so a name is never markup wherever the book puts it
+KEY_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/+, =-]{0,127}")
+NAME_COLUMNS = ("method", "draft")
 
 
 def experiments_in(profile_dir: Path) -> list[Path]:
@@ -152,6 +158,33 @@ def _json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def keys_problem(data: Any, where: str) -> str | None:
+    """Why a JSON document holds a key outside KEY_NAME (None when none does)."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if not KEY_NAME.fullmatch(str(key)):
+                return f"{where} has a key {str(key)[:40]!r} that is not a plain name"
+            if problem := keys_problem(value, where):
+                return problem
+    elif isinstance(data, list):
+        for value in data:
+            if problem := keys_problem(value, where):
+                return problem
+    return None
+
+
+def rows_problem(path: Path) -> str | None:
+    """Why per_prompt.csv names an arm or a draft outside KEY_NAME (None when it does not)."""
+    with open(path, newline="", encoding="utf-8") as f:
+        for i, row in enumerate(csv.DictReader(f), start=1):
+            for column in NAME_COLUMNS:
+                value = row.get(column)
+                if value and not KEY_NAME.fullmatch(value):
+                    shown = repr(value[:40])
+                    return f"{path.name} row {i} has a {column} {shown} that is not a plain name"
+    return None
+
+
 def names_problem(profile: str, names: list[PurePosixPath]) -> str | None:
     """Why a bundle's member paths (`<profile>/<experiment>/<file>` or `.../figures/<file>`) are
     not those of a study's result folders: a profile name outside the profile grammar, an
@@ -241,9 +274,13 @@ def check_unpacked(folder: Path, profile: str) -> list[Path]:
             raise SpecdecError(f"bundle's {d.name}/ is damaged: {problem}")
         for f in sorted(d.rglob("*.json")):
             try:
-                strict_json(f)
+                problem = keys_problem(strict_json(f), f.name)
             except ValueError as e:
-                raise SpecdecError(f"bundle's {f.relative_to(folder)}: {e}") from None
+                problem = str(e)
+            if problem is not None:
+                raise SpecdecError(f"bundle's {f.relative_to(folder)}: {problem}")
+        if problem := rows_problem(d / "per_prompt.csv"):
+            raise SpecdecError(f"bundle's {d.name}/: {problem}")
         config, summary, env = (_json(d / f) for f in ("config.json", "summary.json", "env.json"))
         problem = hash_problem(config) or env_problem(config, env)
         if problem is not None:

@@ -28,6 +28,10 @@ KERNEL := specdec
 
 PROFILE ?= embedded
 RESULTS_DIR ?= results
+# a folder name with a space would split into two words in every recipe below
+ifneq ($(words $(RESULTS_DIR)),1)
+$(error RESULTS_DIR '$(RESULTS_DIR)' must be one folder name without spaces)
+endif
 FORCE ?= 0
 # BOOK=0: evaluate runs the notebooks only (CI's smoke-pair batch)
 BOOK ?= 1

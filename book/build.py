@@ -17,7 +17,9 @@
    fails or is stopped (a stop signal to this process stops jupyter-book and its kernels too)
    leaves the last whole site as it was, never a mix of two builds; the next build removes what
    it left. One build at a time per workdir and output (`_build/.book.lock`): a second one
-   waits, saying so, rather than restaging the notebooks under the first.
+   waits, saying so, rather than restaging the notebooks under the first. The results folder
+   `<results>/<profile>` is read under its book lock, shared (`results.locks.reading`): an
+   import into it is refused while a build reads it, and a build waits for an import under way.
 
 Refused always (exit 2, one line, before anything is built): a result directory of the profile
 that exists but is damaged (`specdec_lib.results.schema.result_problem`: a file missing, a `{}`
@@ -52,6 +54,7 @@ if str(ROOT) not in sys.path:  # `python book/build.py` from anywhere
 
 from specdec_lib.environment.batch import run_group  # noqa: E402
 from specdec_lib.report import EXPERIMENTS, damaged_results  # noqa: E402
+from specdec_lib.results.locks import reading  # noqa: E402
 
 STAGING = Path("book") / "experiments"
 BOOK_SOURCES = ("_config.yml", "_toc.yml", "book")
@@ -442,13 +445,14 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     workdir = (args.workdir or ROOT).resolve()
     out = (args.path_output or workdir).resolve()
-    try:
-        check_results(args.profile, results)  # before the lock: a refusal touches no folder
-    except BookError as e:
-        print(f"book: error: {e}", file=sys.stderr)
-        return 2
-    with book_lock([workdir, out]):
-        return build(args, results, workdir, out)
+    with reading(results / args.profile):  # an import waits, or this waits for an import
+        try:
+            check_results(args.profile, results)  # before the book lock: touches no build folder
+        except BookError as e:
+            print(f"book: error: {e}", file=sys.stderr)
+            return 2
+        with book_lock([workdir, out]):
+            return build(args, results, workdir, out)
 
 
 if __name__ == "__main__":

@@ -182,7 +182,14 @@ def _read_prompt_file(path: Path) -> list[Prompt]:
             raise SpecdecError(
                 f"prompt file {name} is {size:,} bytes; the limit is {MAX_PROMPT_FILE_BYTES:,}"
             )
-        data = path.read_bytes()
+        # read at most one byte past the limit, whatever the file is (a device such as
+        # /dev/zero, a FIFO or standard input has no size to check first)
+        with open(path, "rb") as f:
+            data = f.read(MAX_PROMPT_FILE_BYTES + 1)
+        if len(data) > MAX_PROMPT_FILE_BYTES:
+            raise SpecdecError(
+                f"prompt file {name} holds more than {MAX_PROMPT_FILE_BYTES:,} bytes, the limit"
+            )
     except OSError as e:
         why = e.strerror or type(e).__name__
         raise SpecdecError(f"cannot read prompt file {name}: {why}") from None
@@ -234,6 +241,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     sampling = SamplingConfig(args.temperature, args.top_k, args.top_p, args.seed)
     draft = parse(args.draft)
     k = args.k if args.k is not None else (draft.k or DEFAULT_K)  # an explicit --k wins
+    if args.max_new_tokens < 1:  # nothing to generate: no call to report
+        raise SpecdecError(f"max_new_tokens must be at least 1, got {args.max_new_tokens}")
     spec = SpecConfig(k, args.max_new_tokens)
     check_model_name(args.target)
     if REGISTRY[draft.name].greedy_only and not sampling.greedy:

@@ -26,8 +26,9 @@ from specdec_lib.reporting.figures.book import (
     fig_speedup_vs_context, fig_time_split, fig_training_curve)
 from specdec_lib.reporting.figures.implementations import fig_implementations
 from specdec_lib.reporting.figures.style import new_figure, show
-from specdec_lib.reporting.format import (admonition, ci, ci_pct, common_markdown, md_table,
-                                          missing_note, num, pct, split_common)
+from specdec_lib.reporting.format import (admonition, ci, ci_pct, common_markdown, download_role,
+                                          md_code, md_table, md_text, missing_note, num, pct,
+                                          split_common)
 from specdec_lib.reporting.decomposition import decomposition_numbers, decomposition_table
 from specdec_lib.reporting.figures.decomposition import fig_decomposition
 from specdec_lib.reporting.hypotheses import (LABELS, h3_per_draft, rule_markdown, scope,
@@ -51,7 +52,8 @@ from specdec_lib.results.read import (book_profile, damaged_results, load_result
 __all__ = [
     "EXPERIMENTS", "LABELS", "NOTEBOOKS", "a_from_rate", "acceptance_change", "admonition",
     "beside_published", "book_profile", "ci", "ci_pct", "common_markdown",
-    "config_table", "damaged_results", "earlier_baseline_time", "earlier_drop",
+    "config_table", "damaged_results", "download_role", "md_code", "md_text",
+    "earlier_baseline_time", "earlier_drop",
     "earlier_recomputed", "earlier_study", "earlier_table", "env_table",
     "fig_accepted_histogram", "fig_acceptance_vs_context", "fig_agreement_vs_context",
     "fig_baseline_growth", "fig_divergence_margins", "fig_earlier_study", "fig_ladder",

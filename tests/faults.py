@@ -11,6 +11,9 @@ Fault i of seed s is kind KINDS[i % len(KINDS)], its parameters drawn from Rando
 - disk: the batch into a tiny tmpfs (root) or under a small RLIMIT_FSIZE (a write fails),
   then the rerun with room again.
 - wandb: the batch with a W&B key and a server that never answers (W&B must fall back).
+- import: `import-bundle --replace` of the reference results' bundle, killed (SIGKILL or SIGINT)
+  a random time into it: every experiment must still be there and whole (the old result or the
+  new one, never neither), and an import run again completes and leaves nothing behind.
 After each fault: no result folder is half-written (every folder present passes the schema
 check), the rerun's results equal the reference run's in every deterministic column
 (results.reproduce), no temporary folder or checkpoint is left, no process of the worker's group
@@ -54,7 +57,7 @@ CALLS = {
     "context_sweep": "study.run_context_sweep(S, use_cache=True)",
 }
 EXPERIMENTS = list(CALLS)
-KINDS = ("sigkill", "damage", "sigterm", "disk", "wandb")  # CI runs the first four
+KINDS = ("sigkill", "damage", "sigterm", "disk", "wandb", "import")  # CI runs the first four
 RESULT_FILES = ("per_prompt.csv", "summary.json", "config.json", "env.json")
 EXIT_WAIT_S = 5.0  # a batch without a W&B server exits within this after its last experiment
 PLANTED = {
@@ -388,12 +391,43 @@ def wandb_fault(results, log, reference, times, rng) -> Outcome:
     return out
 
 
+def import_fault(results, log, reference, times, rng) -> Outcome:
+    """Kill an import of the reference results' bundle over the results at a random point."""
+    from specdec_lib.results.bundle import write_bundle
+
+    zipped = write_bundle(results.parent / "reference" / PROFILE, results.parent / "bundle.zip")
+    cmd = [sys.executable, "-m", "specdec_lib", "import-bundle", str(zipped), "--replace"]
+    env = {**base_env(), "SPECDEC_RESULTS": str(results)}
+    t0 = time.monotonic()
+    whole = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    full = time.monotonic() - t0
+    if whole.returncode:
+        return Outcome("import-bundle --replace", [f"an import failed: {whole.stderr.strip()}"])
+    after, sig = rng.uniform(0, full), rng.choice([signal.SIGKILL, signal.SIGINT])
+    with open(log, "a", encoding="utf-8") as f:
+        proc = subprocess.Popen(cmd, env=env, stdout=f, stderr=f, start_new_session=True)
+        time.sleep(after)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        rc = proc.wait(timeout=120)
+    name = signal.Signals(sig).name
+    out = Outcome(f"import-bundle --replace, {name} {after:.2f} of {full:.2f} s in (exit {rc})")
+    gone = [e for e in EXPERIMENTS if not (results / PROFILE / e).is_dir()]
+    out.problems += [f"{e} is gone after the killed import" for e in gone]
+    out.problems += half_written(results)
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    if again.returncode:
+        out.problems.append(f"the import after the kill failed: {again.stderr.strip()}")
+    return out
+
+
 FAULTS = {
     "sigkill": lambda *a: kill_fault(*a, signal.SIGKILL),
     "sigterm": lambda *a: kill_fault(*a, signal.SIGTERM),
     "damage": damage_fault,
     "disk": disk_fault,
     "wandb": wandb_fault,
+    "import": import_fault,
 }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 
 import pytest
 import torch
@@ -163,3 +164,31 @@ def test_refusals_are_one_line(target32):
         with pytest.raises(SpecdecError) as e:
             call()
         assert "\n" not in str(e.value) and needle in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "marker, weights",
+    [
+        ('{"layers": []}', None),
+        ('{"layers": "ab"}', None),
+        ('{"layers": [0, 0]}', None),
+        ("{not json", None),
+        ("{}", None),
+        ("[1]", None),
+        (None, b"garbage, not safetensors"),
+    ],
+)
+def test_a_damaged_distilled_draft_is_refused_in_one_line(
+    tmp_path, distilled_dir, target32, marker, weights
+):
+    """Issue 38, case 5 and 10: a marker that is not {"layers": [...]} or weights that are not
+    safetensors: one line naming the file, never a traceback."""
+    bad = tmp_path / "bad"
+    shutil.copytree(distilled_dir, bad)
+    if marker is not None:
+        (bad / D.MARKER).write_text(marker)
+    if weights is not None:
+        (bad / D.WEIGHTS).write_bytes(weights)
+    with pytest.raises(SpecdecError) as e:
+        drafter_for("distilled", target32, bad)
+    assert "\n" not in str(e.value) and str(bad) in str(e.value)

@@ -445,20 +445,42 @@ def training_record(target: LoadedModel | Path, cfg: DistillConfig = DEFAULT) ->
     return json.loads((Path(directory) / RECORD).read_text())
 
 
+def marker_layers(directory: Path) -> tuple[int, ...]:
+    """The target layers a saved draft copies, from its marker file ({"layers": [i, ...]}: a
+    non-empty list of distinct layer numbers); else a one-line SpecdecError naming the file."""
+    path = Path(directory) / MARKER
+    try:
+        layers = json.loads(path.read_text(encoding="utf-8")).get("layers")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        layers = None
+    ok = isinstance(layers, list) and layers and len(set(map(repr, layers))) == len(layers)
+    if not ok or not all(type(i) is int and i >= 0 for i in layers):
+        raise SpecdecError(
+            f"{str(path)!r} is not a distilled draft's marker: it must be JSON "
+            '{"layers": [distinct layer numbers, at least one]}'
+        )
+    return tuple(layers)
+
+
 def load_distilled(target: LoadedModel, directory: Path) -> torch.nn.Module:
     """The draft saved in directory, on the target's device and dtype, sharing its embeddings
     and LM head."""
+    from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     directory = Path(directory)
     if not is_complete(directory):
         raise SpecdecError(f"{str(directory)!r} holds no complete distilled draft ({MARKER})")
-    layers = tuple(json.loads((directory / MARKER).read_text())["layers"])
+    layers = marker_layers(directory)
     total = len(_decoder(target.model).layers)
     if max(layers) >= total:
         raise SpecdecError(f"the distilled draft in {str(directory)!r} is not for this target")
     draft = draft_skeleton(target.model, layers)
-    state = load_file(str(directory / WEIGHTS))
+    try:
+        state = load_file(str(directory / WEIGHTS))
+    except (SafetensorError, OSError) as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise SpecdecError(f"{str(directory / WEIGHTS)!r} cannot be read ({first})") from None
     dtype = next(own(draft).parameters()).dtype
     try:
         own(draft).load_state_dict({k: v.to(dtype) for k, v in state.items()})

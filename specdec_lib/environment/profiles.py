@@ -246,6 +246,22 @@ def validate(prof: Any, where: str) -> dict[str, Any]:
     return prof
 
 
+class UniqueKeyLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses a mapping naming one key twice (safe_load keeps the last,
+    silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def profile_path(name: str) -> Path:
     """A profile's YAML file: the name if it ends in .yaml/.yml, else profiles/<name>.yaml."""
     return Path(name) if name.endswith((".yaml", ".yml")) else PROFILES / f"{name}.yaml"
@@ -260,7 +276,7 @@ def load_profile(name: str) -> dict[str, Any]:
         raise SpecdecError(f"no profile {name!r}: known profiles are {known}")
     where = repr(str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path))
     try:
-        prof = yaml.safe_load(path.read_text(encoding="utf-8"))
+        prof = yaml.load(path.read_text(encoding="utf-8"), Loader=UniqueKeyLoader)  # noqa: S506
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""

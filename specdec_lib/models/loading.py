@@ -1,6 +1,9 @@
 """`load_model`: "embedded", a local directory or a hub id -> a `LoadedModel` in eval mode with
 gradients off; `check_model_name` refuses a bad name in one line before anything loads. Never
-prints, logs or raises the Hugging Face token.
+prints, logs or raises the Hugging Face token. A checkpoint that does not fill its model whole
+(a weight missing, unexpected or of another shape: another architecture's config over these
+weights, renamed layers) or that cannot be read (a truncated safetensors file, a pickle that
+`weights_only` refuses) is refused in one line naming it, never run with random weights.
 
 Knows nothing about decoding, prompts or data sets.
 """
@@ -9,12 +12,14 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import pickle
 import re
 from pathlib import Path
 from typing import Any
 
 import torch
 from huggingface_hub import errors as hub_errors
+from safetensors import SafetensorError
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
@@ -45,6 +50,12 @@ def load_model(name: str, *, dtype: str = "auto", device: str = "auto") -> Loade
         tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local, token=token)
     except (OSError, ValueError, hub_errors.HfHubHTTPError) as exc:
         raise SpecdecError(_load_error_message(name, exc, token)) from None
+    except (SafetensorError, pickle.UnpicklingError, EOFError) as exc:
+        raise SpecdecError(_redact(_unreadable(name, exc), token)) from None
+    except RuntimeError as exc:  # a torch checkpoint cut short; any other runtime error stands
+        if "PytorchStreamReader" not in str(exc) and "zip archive" not in str(exc):
+            raise
+        raise SpecdecError(_redact(_unreadable(name, exc), token)) from None
     model.to(torch_device)
     model.eval()
     model.requires_grad_(False)
@@ -154,15 +165,70 @@ def _load_weights(
 ) -> PreTrainedModel:
     """from_pretrained with sdpa attention, falling back to eager where a model lacks sdpa."""
     kwargs = {"dtype": dtype, "local_files_only": local, "token": token, **(where or {})}
+    kwargs["output_loading_info"] = True
     # a text-only load of a multimodal Gemma 3 names its class (the auto class would build the
     # multimodal one from the top-level model_type)
     auto = Gemma3TextOnly if "key_mapping" in kwargs else AutoModelForCausalLM
     try:
-        return auto.from_pretrained(source, attn_implementation="sdpa", **kwargs)
+        model, info = auto.from_pretrained(source, attn_implementation="sdpa", **kwargs)
     except ValueError as exc:
         if "scaled_dot_product_attention" not in str(exc):
             raise
-        return auto.from_pretrained(source, attn_implementation="eager", **kwargs)
+        model, info = auto.from_pretrained(source, attn_implementation="eager", **kwargs)
+    problem = loading_problem(model, info)
+    if problem is not None:
+        raise SpecdecError(f"model {source!r} does not match its checkpoint: {problem}")
+    return model
+
+
+def _matches(key: str, patterns: Any) -> bool:
+    return any(re.search(p, key) for p in patterns or ())
+
+
+def loading_problem(model: PreTrainedModel, info: dict[str, Any]) -> str | None:
+    """Why from_pretrained's loading report says the weights did not fill the model whole (a
+    weight the model has and the checkpoint lacks, one the checkpoint has and the model does
+    not, one of another shape, an error), or None. Weights the model's class declares it may
+    lack or leave unread (a multimodal checkpoint's vision tower) are not problems."""
+    missing = sorted(
+        k
+        for k in info.get("missing_keys") or ()
+        if not _matches(k, getattr(model, "_keys_to_ignore_on_load_missing", None))
+    )
+    unexpected = sorted(
+        k
+        for k in info.get("unexpected_keys") or ()
+        if not _matches(k, getattr(model, "_keys_to_ignore_on_load_unexpected", None))
+    )
+    mismatched = sorted(
+        str(k[0] if isinstance(k, tuple) else k) for k in info.get("mismatched_keys") or ()
+    )
+    errors = [
+        str(e).strip().splitlines()[0] for e in info.get("error_msgs") or () if str(e).strip()
+    ]
+    for what, keys in (
+        ("missing from the checkpoint", missing),
+        ("in the checkpoint but not in the model", unexpected),
+        ("of another shape", mismatched),
+        ("not loaded", errors),
+    ):
+        if keys:
+            more = f" and {len(keys) - 1} more" if len(keys) > 1 else ""
+            return (
+                f"{len(keys)} weight(s) {what} ({keys[0]}{more}); "
+                "is the config of another model, or the file not this model's?"
+            )
+    return None
+
+
+def _unreadable(name: str, exc: BaseException) -> str:
+    """One line for a checkpoint file that cannot be read (cut short, or a pickle)."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if isinstance(exc, pickle.UnpicklingError):
+        why = "a pickled checkpoint that weights_only refuses; convert it to safetensors"
+    else:
+        why = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return f"model {name!r} could not be read: {why}"
 
 
 def _load_error_message(name: str, exc: BaseException, token: str | None) -> str:

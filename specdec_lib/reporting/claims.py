@@ -7,7 +7,10 @@ headline and every arm of every experiment's summary (what `reporting.tables` fo
 performance chapter's bench file (`reporting.performance`). `claims(p)` runs them all;
 `recompute(claim, p)` evaluates a claim's expression against the profile (what `python -m
 specdec_lib claims` prints beside each number; `--check` and the tests evaluate them all);
-`claims_markdown` and `claims_json` format them.
+`claims_markdown` and `claims_json` format them. A headline or arm claim states the number of
+summary.json and recomputes it from per_prompt.csv (`rows(p, experiment)`: the summary its rows
+give, `analysis.from_rows`), so an edited summary differs from its rows; a number the rows do
+not give (the sampling's distribution check) is read back as written.
 
 Torch-free; decides nothing and computes no statistic: every value comes from a function the
 book's pages already call, or from a result file read as written.
@@ -21,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from specdec_lib.analysis.from_rows import summary_from_rows
 from specdec_lib.analysis.verdicts import Finding, findings, ladder
 from specdec_lib.reporting.earlier import earlier_drop, earlier_recomputed
 from specdec_lib.reporting.format import as_float, central, finite, interval_n, md_table, num
@@ -93,6 +97,29 @@ def summary(p: Profile, experiment: str) -> dict[str, Any]:
     return res.summary if res is not None else {}
 
 
+def rows(p: Profile, experiment: str) -> dict[str, Any]:
+    """The summary sections (arms, headline) that the per_prompt.csv of one experiment of p
+    gives, as its runner computed them (analysis.from_rows)."""
+    return summary_from_rows(p.get(experiment), experiment)
+
+
+def _in_rows(p: Profile, experiment: str, path: tuple[str, ...]) -> bool:
+    """Whether the rows of the experiment give the number at path of its summary."""
+    obj: Any = rows(p, experiment)
+    for key in path:
+        if not isinstance(obj, dict) or key not in obj:
+            return False
+        obj = obj[key]
+    return True
+
+
+def _read(p: Profile, experiment: str, path: tuple[str, ...]) -> str:
+    """The expression that recomputes the summary's number at path: from the rows where they
+    give it, else read from the summary."""
+    source = f"rows(p, {experiment!r})" if _in_rows(p, experiment, path) else None
+    return f"at({source or f'summary(p, {experiment!r})'}, {_args(path)})"
+
+
 def bench(p: Profile, file: str = BENCH_FILE) -> dict[str, Any]:
     """A bench file of p (results/<profile>/bench.txt, or the loop-free run's file) read by
     reporting.performance."""
@@ -118,6 +145,7 @@ def namespace(p: Profile) -> dict[str, Any]:
         "finding": finding,
         "draft_ratio": draft_ratio,
         "summary": summary,
+        "rows": rows,
         "bench": bench,
         "at": at,
         "central": central,
@@ -201,7 +229,7 @@ def headline_claims(p: Profile) -> list[Claim]:
     for exp in p.results:
         head = summary(p, exp).get("headline") or {}
         for path, d in _walk(head):
-            expr = f"at(summary(p, {exp!r}), 'headline', {_args(path)})"
+            expr = _read(p, exp, ("headline", *path))
             src = _source(p, exp, "summary.json")
             c = _claim("headline", f"{exp}: {' / '.join(path)}", d, src, expr)
             out.append(c)
@@ -229,7 +257,7 @@ def arm_claims(p: Profile) -> list[Claim]:
         src = _source(p, exp, "summary.json")
         for where, arms in _arm_sections(summary(p, exp)):
             for path, d in _walk(arms, where):
-                expr = f"at(summary(p, {exp!r}), {_args(path)})"
+                expr = _read(p, exp, path)
                 out.append(_claim("arms", f"{exp}: {' / '.join(path)}", d, src, expr))
     return [c for c in out if c is not None]
 
@@ -295,11 +323,10 @@ def _agreement_claims(p: Profile, s: dict[str, Any]) -> list[Claim | None]:
             "ci_high": raw.get("agreement_ci_high"),
             "n": raw.get("n_documents"),
         }
-        where = f"'continuation', 'by_draft', {d!r}, {str(c0)!r}, 'agreement'"
-        expr = f"at(summary(p, 'agreement'), {where})"
+        expr = _read(p, "agreement", ("continuation", "by_draft", d, str(c0), "agreement"))
         what = f"{d}: agreement at context {c0} on the target's continuation"
         out.append(_claim("key numbers", what, cell, src, expr))
-        expr = f"at(summary(p, 'agreement'), 'continuation', 'changes', {d!r}, 'tokens_per_call')"
+        expr = _read(p, "agreement", ("continuation", "changes", d, "tokens_per_call"))
         what = f"{d}: tokens per call ratio {c1} / {c0}"
         out.append(_claim("key numbers", what, r["change"]["tokens_per_call"], src, expr))
     return out

@@ -17,7 +17,7 @@ import pandas as pd
 from specdec_lib.analysis import rules
 from specdec_lib.analysis.verdicts import Finding, findings, ladder
 from specdec_lib.reporting.earlier import earlier_recomputed
-from specdec_lib.reporting.format import admonition, ci, finite, num, pct
+from specdec_lib.reporting.format import admonition, ci, finite, md_text, num, pct
 from specdec_lib.results.read import Profile
 from specdec_lib.results.store import ExperimentResult
 
@@ -72,7 +72,7 @@ def scope(p: Profile) -> str:
     model = "Gemma 3 270M" if target == "embedded" else target.rsplit("/", 1)[-1]
     env = p.env()
     where = "a GPU" if env.get("cuda") or str(env.get("device", "")).startswith("cuda") else "a CPU"
-    return f"{model} on {where}"
+    return f"{md_text(model)} on {where}"  # Markdown: the target's name is literal text
 
 
 def _missing(f: Finding) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from specdec_lib.analysis.sampling import sequence_family
+from specdec_lib.reporting.format import md_code, md_text
 from specdec_lib.reporting.format import md_table as markdown_table
 from specdec_lib.results import catalog
 
@@ -172,10 +173,15 @@ def what_was_run(summary: dict, config: dict, env: dict) -> str:
     exp = summary.get("experiment", "?")
     arms = config.get("arms") or {}
     parts = [
-        f"**What was run.** `{exp}`: {what(exp)}. Profile `{config.get('profile')}`, "
-        f"target `{config.get('target')}` in {env.get('dtype', config.get('dtype'))} on "
-        f"{env.get('device', config.get('device'))}"
-        + (f" ({env['cpu_model']})" if env.get("cpu_model") and env.get("device") == "cpu" else "")
+        f"**What was run.** {md_code(exp)}: {what(exp)}. Profile {md_code(config.get('profile'))}, "
+        f"target {md_code(config.get('target'))} in "
+        f"{md_text(env.get('dtype', config.get('dtype')))} on "
+        f"{md_text(env.get('device', config.get('device')))}"
+        + (
+            f" ({md_text(env['cpu_model'])})"
+            if env.get("cpu_model") and env.get("device") == "cpu"
+            else ""
+        )
         + f"; n = {_sample_size(config)}",
     ]
     if config.get("context_tokens"):
@@ -186,7 +192,9 @@ def what_was_run(summary: dict, config: dict, env: dict) -> str:
             parts.append(f", {label} {', '.join(str(v) for v in config[key])}")
     parts.append(".")
     if arms:
-        parts.append(" Arms: " + ", ".join(f"`{m}` (`{d}`)" for m, d in arms.items()) + ".")
+        parts.append(
+            " Arms: " + ", ".join(f"{md_code(m)} ({md_code(d)})" for m, d in arms.items()) + "."
+        )
     if exp not in ("agreement",) and "arms" in config:
         parts.append(
             " Arms run interleaved per prompt after a warm-up; intervals are 95% bootstrap "
@@ -483,7 +491,7 @@ def reading(path: Path) -> str:
     """The Markdown reading of one result directory (without its figures)."""
     path = Path(path)
     summary, config, env = _load(path)
-    parts = [f"### `{summary.get('experiment')}`", what_was_run(summary, config, env)]
+    parts = [f"### {md_code(summary.get('experiment'))}", what_was_run(summary, config, env)]
     if hl := headline(summary, config):
         parts.append("**Headline** (point estimate [95% interval]):\n\n"
                      + "\n".join(f"- {h}" for h in hl))  # fmt: skip

@@ -34,6 +34,8 @@ REQUIRED_FILES = ("config.json", "env.json", "summary.json", "per_prompt.csv")
 # a line boundary parses cleanly, only this tells it (results without the record: as before)
 PER_PROMPT_RECORD = "per_prompt_csv"
 _HASH = re.compile(r"[0-9a-f]{16}")
+# the name of a result file or of a folder of them (what a bundle may hold, what the book links)
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 # The list-valued per-prompt columns, lists of ints in memory, and the separator that joins
 # a list's items in a CSV cell: "3 0 4 1" (a length per target call, the generated ids) or

@@ -28,6 +28,7 @@ from specdec_lib.analysis.implementations import (
 )
 from specdec_lib.config import config_hash
 from specdec_lib.errors import SpecdecError
+from specdec_lib.reporting.figures.style import DRAFT_COLORS
 from specdec_lib.results import catalog
 from specdec_lib.results.declare import load
 from specdec_lib.runner.context_sweep import context_order, sweep_config
@@ -324,10 +325,10 @@ def test_the_figure_draws_each_variant_and_the_published_rows_in_red():
     s = synthetic_summary()
     fig = report.fig_implementations(FakeProfile({"implementations": FakeResult(s)}))
     left, right = fig.axes[:2]
-    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    labels = [t.get_text().replace("\n", " ") for t in fig.legends[0].get_texts()]  # wrapped
     assert len([x for x in labels if "(n = 6)" in x]) == 4
     assert any("earlier study" in x for x in labels)
-    red = [line for line in left.get_lines() if line.get_color() == "tab:red"]
+    red = [line for line in left.get_lines() if line.get_color() == DRAFT_COLORS["earlier"]]
     assert len(red) == 1 and list(red[0].get_xdata()) == [10, 20, 50, 100]
     published = report.earlier_recomputed()
     t = published[published["strategy"] == "transformer draft"].sort_values("context")

@@ -15,6 +15,7 @@ import math
 from typing import Any
 
 from specdec_lib.analysis.agreement import agreement_summary
+from specdec_lib.analysis.implementations import implementations_summary
 from specdec_lib.analysis.k_sweep import k_sweep_summary
 from specdec_lib.analysis.peers import drop_acceptance, peers_summary
 from specdec_lib.analysis.replay import continuation_summary
@@ -96,6 +97,7 @@ SUMMARIZED = {
     "sampling": _sampling,
     "peers": _peers,
     "agreement": _agreement,
+    "implementations": lambda rows, cfg, _: implementations_summary(rows, cfg),
 }
 
 _CACHE: dict[int, tuple[ExperimentResult, dict[str, Any]]] = {}

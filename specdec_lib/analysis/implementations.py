@@ -312,7 +312,9 @@ def implementations_summary(rows: list[dict[str, Any]], cfg: dict[str, Any]) -> 
     contexts = [int(c) for c in cfg["contexts"]]
     ref = int(cfg["reference_context"]) if cfg["reference_context"] in contexts else contexts[0]
     lo, hi = min(contexts), max(contexts)
-    variants = cfg["variants"]
+    # in the study's order (VARIANTS), whatever order config.json was read back in
+    variants = {v: cfg["variants"][v] for v in VARIANTS if v in cfg["variants"]}
+    variants |= {v: a for v, a in cfg["variants"].items() if v not in variants}
     by_context = {
         str(c): {"arms": summarize([r for r in rows if r["context"] == c])} for c in contexts
     }

@@ -143,23 +143,30 @@ def rules_markdown(p: Any) -> str:
         rules_commit, day = last.split()
         lines.append(f"- The rules were last changed at `{rules_commit[:12]}` ({day}).")
     now = rules_sha256()
+    # results in the same state at the same commit are one line
+    groups: dict[tuple[str, str], list[str]] = {}
     for name, res in p.results.items():
         recorded = res.env.get("rules_sha256")
         c = res.env.get("git_commit") or ""
         if recorded is None:
-            state = "records no rules hash (measured before rules were recorded)"
+            state = "{records} no rules hash (measured before rules were recorded)"
         elif recorded == now:
-            state = "was measured under the current rules (same hash)"
+            state = "{was} measured under the current rules (same hash)"
         elif recorded == SECOND_ROUND_SHA256:
             state = (
-                "was measured under the second round's rules, which the third round "
-                f"({', '.join(sorted({r.date for r in REVISIONS}))}) revised after it existed"
+                "{was} measured under the second round's rules, which the third round "
+                f"({', '.join(sorted({r.date for r in REVISIONS}))}) revised after {{it}} existed"
             )
         else:
-            state = "was measured under **other rules** than the current ones"
-        order = f", at `{c[:12]}`, {_rules_in_tree(c, recorded)}" if c else ""
-        lines.append(f"- `{name}` {state}{order}.")
-    return "\n".join(lines)
+            state = "{was} measured under **other rules** than the current ones"
+        order = f"; at `{c[:12]}`, {_rules_in_tree(c, recorded)}" if c else ""
+        groups.setdefault((state, order), []).append(f"`{name}`")
+    for (state, order), names in groups.items():
+        one = len(names) == 1
+        verbs = {"records": "records" if one else "record", "was": "was" if one else "were",
+                 "it": "it" if one else "they"}  # fmt: skip
+        lines.append(f"- {', '.join(names)} {state.format(**verbs)}{order}.")
+    return "\n".join(lines) + "\n"
 
 
 def build_markdown() -> str:

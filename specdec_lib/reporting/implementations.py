@@ -117,11 +117,11 @@ def implementations_glue(p: Any) -> dict[str, Any]:
     shapes = implementations_shape(p)
     for v, sh in shapes.items():
         same = [float(t["identical_fraction"]) for t in table if t["variant"] == v]
-        out[f"impl_{v}_lo"] = ci(sh["single_divisor_lo"], 2, suffix="x")
-        out[f"impl_{v}_hi"] = ci(sh["single_divisor_hi"], 2, suffix="x")
-        out[f"impl_{v}_ratio"] = sh["ratio_text"]
+        out[f"impl_{v}_lo"] = _bare(sh["single_divisor_lo"], "x")
+        out[f"impl_{v}_hi"] = _bare(sh["single_divisor_hi"], "x")
+        out[f"impl_{v}_ratio"] = _bare(sh["ratio"])
         out[f"impl_{v}_ratio_value"] = f"{float((sh['ratio'] or {}).get('value', 'nan')):.2f}"
-        out[f"impl_{v}_tokens"] = sh["tokens_ratio_text"]
+        out[f"impl_{v}_tokens"] = _bare(sh["tokens_ratio"])
         out[f"impl_{v}_label"] = sh["label"]
         out[f"impl_{v}_identical"] = f"{100 * min(same):.0f}%" if same else "n/a"
     names = [sh["name"] for sh in shapes.values() if sh["label"] == REPRODUCES]
@@ -132,6 +132,16 @@ def implementations_glue(p: Any) -> dict[str, Any]:
         for sh in shapes.values()
     )
     return out
+
+
+def _bare(d: dict[str, Any] | None, suffix: str = "") -> str:
+    """'0.71 [0.65, 0.76]' (the n is said once, in the chapter's text); 'n/a' when missing."""
+    d = d or {}
+    try:
+        v, lo, hi = (float(d[k]) for k in ("value", "ci_low", "ci_high"))
+    except (KeyError, TypeError, ValueError):
+        return "n/a"
+    return f"{v:.2f}{suffix} [{lo:.2f}, {hi:.2f}]"
 
 
 def slowest_block(p: Any) -> dict[str, Any] | None:

@@ -119,7 +119,15 @@ def all_configs(prof: dict) -> dict[str, str]:
     """Experiment -> the hash of its config under this profile ('refused: ...' when the config
     refuses the profile: a refusal is never a silent reuse)."""
     from specdec_lib.config import config_hash
-    from specdec_lib.runner import agreement, context_sweep, k_sweep, peers, sampling, single
+    from specdec_lib.runner import (
+        agreement,
+        context_sweep,
+        implementations,
+        k_sweep,
+        peers,
+        sampling,
+        single,
+    )
     from specdec_lib.runner.context import Study
 
     S = Study(prof, Path("/nonexistent"))
@@ -133,6 +141,7 @@ def all_configs(prof: dict) -> dict[str, str]:
         "k_sweep": k_sweep.k_sweep_config,
         "sampling": sampling.sampling_config,
         "peers": lambda S: peers.peers_config(S, None),
+        "implementations": implementations.implementations_config,
     }
     out = {}
     for name, make in makers.items():

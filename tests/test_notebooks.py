@@ -34,6 +34,7 @@ FIGURES = {
     "k_sweep": ["measured_vs_predicted.png", "position_acceptance.png"],
     "sampling": ["sampling_speedup.png", "distribution_check.png"],
     "peers": ["peers_speed.png"],
+    "implementations": ["implementations.png"],
 }  # fmt: skip
 # the keys of the declared ArmSummary that a drafting arm paired with a baseline has
 DRAFT_KEYS = {"acceptance_rate", "mean_accepted_length", "position_acceptance",
@@ -154,8 +155,9 @@ def test_speedups_acceptance_and_predictions_match_the_rows(smoke):
     Leviathan prediction, in every experiment and cell, recomputed by hand from per_prompt.csv:
     speedup = total baseline seconds / the arm's, acceptance = accepted / proposed, tokens per
     call = (accepted + calls) / calls, c = (draft seconds per proposed token) / (baseline seconds
-    per token), prediction = tokens per call / (K c + 1) (Leviathan's formula at the i.i.d.
-    acceptance that gives the measured tokens per call). They were only asked to be positive.
+    per token), prediction = (1 - a^(K+1)) / (1 - a) / (K c + 1) (Leviathan's formula at the
+    i.i.d. a fitted to the calls' counts by maximum likelihood). They were only asked to be
+    positive.
     Planted bug seen failing: the speedup as the mean of per-prompt ratios
     (`analysis.summary.summarize`; bigram 0.737 published against 0.730 by hand)."""
     results, _, _ = smoke
@@ -185,7 +187,15 @@ def test_speedups_acceptance_and_predictions_match_the_rows(smoke):
                 step = total(base, "wall_s") / total(base, "new_tokens")
                 c = total(mine, "draft_s") / total(mine, "proposed") / step
                 assert s["cost_ratio"] == pytest.approx(c), where
-                predicted = per_call / (s["k"] * c + 1.0)
+                # the i.i.d. a by maximum likelihood over the calls' counts (a last call cut
+                # short by the token cap reached only its own drafts), then Leviathan's formula
+                acc_n = [n for r in mine for n in r["accepted_lengths"]]
+                prop_n = [d for r in mine for d in r["proposed_lengths"]]
+                reached = sum(min(d, n + 1) for n, d in zip(acc_n, prop_n, strict=True))
+                a = sum(acc_n) / reached
+                k = s["k"]
+                tokens = k + 1.0 if a == 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
+                predicted = tokens / (k * c + 1.0)
                 assert s["predicted_speedup_leviathan"] == pytest.approx(predicted), where
     assert checked >= 20, checked  # every draft arm of every experiment, not a few
 

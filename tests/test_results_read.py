@@ -42,8 +42,15 @@ def test_whole_damaged_and_missing_results_are_told_apart(tmp_path):
 def test_role_arm_from_the_record_else_the_draft():
     """Planted bug it catches (seen failing): the draft fallback ignored (None for a result
     without roles)."""
-    recorded = SimpleNamespace(role=lambda r: {"bigram": "bg"}.get(r), arms={})
-    by_draft = SimpleNamespace(role=lambda r: None, arms={"b2": {"draft": "bigram"}})
+    recorded = SimpleNamespace(
+        role=lambda r: {"bigram": "bg"}.get(r),
+        arms={},
+        config={"arms": {"bg": "bigram"}},
+        summary={},
+    )
+    by_draft = SimpleNamespace(
+        role=lambda r: None, arms={"b2": {"draft": "bigram"}}, config={}, summary={}
+    )
     assert role_arm(recorded, "bigram") == "bg"
     assert role_arm(by_draft, "bigram") == "b2"
     assert role_arm(by_draft, "transformer") is None and role_arm(None, "bigram") is None

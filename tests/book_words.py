@@ -15,7 +15,7 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
-import yaml
+from browser import toc_pages
 
 WORD = re.compile(r"\w+(?:['’.\-]\w+)*")
 SKIP_TAGS = {"script", "style", "noscript", "template"}
@@ -77,19 +77,5 @@ def article_words(html: str) -> int:
 def reader_pages(toc_path: Path) -> list[str]:
     """The toc's root and files, in order, without the executed notebooks (paths without
     suffix, as the built site names them: `book/intro` -> `book/intro.html`)."""
-    toc = yaml.safe_load(toc_path.read_text(encoding="utf-8"))
-    found = [toc["root"]]
-
-    def walk(node) -> None:
-        if isinstance(node, dict):
-            if isinstance(node.get("file"), str):
-                found.append(node["file"])
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(toc.get("parts", []))
-    pages = [f.removesuffix(".md").removesuffix(".ipynb") for f in dict.fromkeys(found)]
+    pages = [p.removesuffix(".html") for p in toc_pages(toc_path)]  # the browser test's walk
     return [p for p in pages if not p.startswith(NOTEBOOKS)]

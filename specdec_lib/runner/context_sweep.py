@@ -137,15 +137,14 @@ def sweep_blocks(cfg: dict[str, Any]) -> list[tuple[int, int, int]]:
     return blocks
 
 
-def _sweep(study: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
-    """Every block of `sweep_blocks` after its warm-up (skipped with `warmup_tokens: 0`); a block
-    is checkpointed under its context's segment and its prompt index, so a resumed run skips the
-    finished blocks. The rows are returned by context, then prompt (their `order` column keeps
-    the run order)."""
-    loaded = load_target(study)
-    use_cache = cfg["use_cache"]
-    specs = {k: v for k, v in cfg["arms"].items() if k != BASELINE}
-    arms = build_arms(study, loaded, specs, cfg["k"], use_cache=use_cache)
+def sweep_rows(
+    study: Study, loaded: Any, cfg: dict[str, Any], arms: list[Any], on_row: Progress
+) -> list[dict[str, Any]]:
+    """The rows of every block of `sweep_blocks`, each block's arms paired after its warm-up
+    (none with `warmup_tokens: 0`) and checkpointed under its context's segment and its prompt
+    index; an arm of `n_prompts_by_arm` runs on the first of the prompts only. Returned by
+    context, then prompt (their `order` column keeps the run order). The timed sweep's and the
+    positive control's (`runner.implementations`) one loop."""
     prompts = {
         c: prompts_for(
             study,
@@ -173,7 +172,17 @@ def _sweep(study: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
             indices=[i],
             bar=False,
         )
-    rows = [r for c in cfg["contexts"] for i in range(len(prompts[c])) for r in block_rows[(c, i)]]
+    return [r for c in cfg["contexts"] for i in range(len(prompts[c])) for r in block_rows[(c, i)]]
+
+
+def _sweep(study: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
+    """The sweep's rows (`sweep_rows`: a resumed run skips the finished blocks), its summary, its
+    primary draft and each draft's kind."""
+    loaded = load_target(study)
+    use_cache = cfg["use_cache"]
+    specs = {k: v for k, v in cfg["arms"].items() if k != BASELINE}
+    arms = build_arms(study, loaded, specs, cfg["k"], use_cache=use_cache)
+    rows = sweep_rows(study, loaded, cfg, arms, on_row)
     summary = sweep_summary(rows, cfg)
     summary["primary"] = cfg["primary"]
     summary["kinds"] = {

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from specdec_lib.analysis.implementations import (
     CACHED_BASELINE,
     UNCACHED_BASELINE,
@@ -29,9 +27,8 @@ from specdec_lib.measure.paired import WARMUP_TOKENS, Arm
 from specdec_lib.results.catalog import BASELINE
 from specdec_lib.results.store import ExperimentResult
 from specdec_lib.runner.context import Study, base_config, load_target, make_arm
-from specdec_lib.runner.context_sweep import sweep_blocks
-from specdec_lib.runner.execute import Progress, Run, execute, paired
-from specdec_lib.runner.prompts import prompts_for
+from specdec_lib.runner.context_sweep import sweep_rows
+from specdec_lib.runner.execute import Progress, Run, execute
 
 EXPERIMENT = "implementations"
 assert CACHED_BASELINE == BASELINE  # the cached baseline is the reference arm (token identity)
@@ -124,34 +121,8 @@ def _compute(study: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
     sweep's are; rows by context, then prompt, each with its `variant` and its draft's cache."""
     loaded = load_target(study)
     arms = build_variant_arms(study, loaded, cfg)
-    prompts = {
-        c: prompts_for(
-            study,
-            loaded,
-            cfg["n_prompts_by_context"][str(c)],
-            c,
-            anchor_min=cfg["anchor_min"],
-            continuation_tokens=cfg["anchor_room"],
-        )
-        for c in cfg["contexts"]
-    }
-    warm = 1 if cfg["warmup_tokens"] > 0 else 0
     variant = arm_variant(cfg)
-    block_rows: dict[tuple[int, int], list[dict[str, Any]]] = {}
-    for i, c, k in tqdm(sweep_blocks(cfg), desc=f"{EXPERIMENT} blocks"):
-        block_rows[(c, i)] = paired(
-            arms,
-            [prompts[c][i]],
-            max_new_tokens=cfg["max_new_tokens"],
-            warmup=warm,
-            warmup_tokens=cfg["warmup_tokens"],
-            progress=f"{EXPERIMENT} context {c}",
-            on_row=on_row,
-            extra_cols={"context": c, "order": k},
-            indices=[i],
-            bar=False,
-        )
-    rows = [r for c in cfg["contexts"] for i in range(len(prompts[c])) for r in block_rows[(c, i)]]
+    rows = sweep_rows(study, loaded, cfg, arms, on_row)
     for r in rows:
         r["variant"] = variant[r["method"]]
         r["draft_cache"] = bool(cfg["arm_cache"][r["method"]]["draft"])

@@ -15,7 +15,7 @@ import pandas as pd
 
 from specdec_lib.analysis.implementations import REPRODUCES, SHAPE_FALL, SHAPE_RULE, shape_label
 from specdec_lib.reporting.figures.implementations import variant_name
-from specdec_lib.reporting.format import ci
+from specdec_lib.reporting.format import ci, md_code
 
 
 def _summary(p: Any) -> dict[str, Any] | None:
@@ -110,7 +110,7 @@ def implementations_glue(p: Any) -> dict[str, Any]:
         return {}
     table = s.get("table") or []
     out: dict[str, Any] = {
-        "impl_draft": f"`{s.get('draft', '?')}`",
+        "impl_draft": md_code(str(s.get("draft", "?"))),  # result text: literal
         "impl_ref": int(s.get("reference_context", 20)),
         "impl_n": min((int(t["n_prompts"]) for t in table), default=0),
     }

@@ -5,12 +5,18 @@ at the max_new_tokens edges."""
 
 from __future__ import annotations
 
+import copy
+import json
+
 import pytest
 import torch
 
 from specdec_lib import study
 from specdec_lib.core.batched import greedy_batch, greedy_continuations, left_pad
 from specdec_lib.data import article_token_ids
+from specdec_lib.errors import SpecdecError
+from specdec_lib.runner import agreement as agreement_runner
+from specdec_lib.runner.agreement import agreement_config
 from specdec_lib.runner.context import load_target
 from specdec_lib.runner.prompts import eval_articles
 
@@ -85,3 +91,78 @@ def test_left_padding_right_aligns_each_prompt_under_its_mask():
     ids, mask = left_pad([[5, 6], [7], [1, 2, 3]], pad_id=0)
     assert ids.tolist() == [[0, 5, 6], [0, 0, 7], [1, 2, 3]]
     assert mask.tolist() == [[0, 1, 1], [0, 0, 1], [1, 1, 1]]
+
+
+# --- the agreement with continuation_batch: the same rows, resumable, its own config ----------
+
+
+class Killed(Exception):
+    pass
+
+
+def batched_study(root, batch: int | None):
+    """The smoke pair's study under `root`, its agreement's continuation_batch set to `batch`."""
+    S = study.setup("smoke-pair", results_dir=str(root))
+    S.profile = copy.deepcopy(S.profile)
+    if batch is not None:
+        S.profile["experiments"]["agreement"]["continuation_batch"] = batch
+    return S
+
+
+def per_prompt(S) -> str:
+    return (S.store.dir("agreement") / "per_prompt.csv").read_text()
+
+
+@pytest.fixture
+def quiet(monkeypatch):
+    monkeypatch.delenv("FORCE", raising=False)
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+
+
+def test_a_batched_agreement_publishes_the_rows_of_the_one_at_a_time_pass(tmp_path, quiet):
+    one = batched_study(tmp_path / "one", None)
+    two = batched_study(tmp_path / "two", 2)
+    study.run_agreement(one)
+    study.run_agreement(two)
+    assert per_prompt(one) == per_prompt(two)  # float64: the same continuations, the same rows
+    cfg = json.loads((two.store.dir("agreement") / "config.json").read_text())
+    assert cfg["continuation_batch"] == 2 and cfg["continuation_by"] == "none"
+    assert "continuation_batch" not in agreement_config(one)  # unset: the config as before
+
+
+def test_a_killed_batched_agreement_resumes_without_recomputing(tmp_path, monkeypatch, quiet):
+    calls: list[tuple[int, int]] = []
+    real = agreement_runner._rows_at
+
+    def rows_at(target, drafters, kinds, seq, cont, doc, p, context, view):
+        calls.append((doc, context))
+        if len(calls) == 3:  # document 0 at context 10 finished (two views), 1 not
+            raise Killed
+        return real(target, drafters, kinds, seq, cont, doc, p, context, view)
+
+    monkeypatch.setattr(agreement_runner, "_rows_at", rows_at)
+    S = batched_study(tmp_path / "killed", 2)
+    with pytest.raises(Killed):
+        study.run_agreement(S)
+    monkeypatch.setattr(agreement_runner, "_rows_at", real)
+    generated: list[list[int]] = []
+    real_batch = agreement_runner.greedy_continuations
+
+    def counted(model, prompts, n, **kw):
+        generated.append([len(p) for p in prompts])
+        return real_batch(model, prompts, n, **kw)
+
+    monkeypatch.setattr(agreement_runner, "greedy_continuations", counted)
+    study.run_agreement(S)
+    assert generated == [[11], [101, 101]]  # document 1 at 10 alone, then both at 100
+    whole = batched_study(tmp_path / "whole", 2)
+    study.run_agreement(whole)
+    assert per_prompt(S) == per_prompt(whole)
+    assert json.loads((S.store.dir("agreement") / "env.json").read_text())["resumed_prompts"] == 1
+
+
+def test_a_batch_with_a_lossless_run_named_is_refused_in_one_line(tmp_path):
+    S = batched_study(tmp_path, 4)
+    S.profile["experiments"]["agreement"]["continuation_by"] = "best"
+    with pytest.raises(SpecdecError, match="continuation_batch 4 decodes plain greedy"):
+        agreement_config(S)

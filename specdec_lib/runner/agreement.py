@@ -6,9 +6,10 @@ changing with the context. Two views, each a set of rows (`view`):
   the prompt, generated once per (document, context) by a lossless greedy run
   (`continuation_by`), or with `continuation_batch` B > 1 by plain greedy decoding of B
   documents per forward (`core.batched`: a profile for a GPU, where a batch costs about one
-  sequence), then every draft teacher-forced along that same g: the 0/1 vector a greedy speculative run's acceptance is a function of
-  (`analysis.replay`). A `target_vs_own_greedy` row checks that the target's teacher-forced
-  argmax reproduces g.
+  sequence), then every draft teacher-forced along that same g: the 0/1 vector a greedy
+  speculative run's acceptance is a function of (`analysis.replay`). A `target_vs_own_greedy`
+  row checks that the target's teacher-forced argmax reproduces g (a batched g in bfloat16 may
+  differ from it where an argmax is near a tie: that row counts how often).
 - "text": the document's own next tokens teacher-forced, on the first `n_documents_text`
   documents (the earlier rounds' measure, kept as a second view).
 

@@ -61,6 +61,14 @@ def call_seconds(model: str, tokens: int) -> float:
     return max(memory, compute, shape.layers * HOST_PER_LAYER)
 
 
+def nocache_growth(c0: int, c1: int, new_tokens: int) -> float:
+    """The 4B baseline's time per token without a KV cache at context c1 over c0, at the stated
+    costs: each call feeds the prompt and, on average, half the new tokens (`estimate.generation`);
+    with the cache a step is one token, the same at both contexts (growth 1)."""
+    fed = lambda c: 1 + c + new_tokens // 2  # noqa: E731
+    return call_seconds(TARGET, fed(c1)) / call_seconds(TARGET, fed(c0))
+
+
 def ridge_rows(model: str = TARGET) -> int:
     """The most rows a decode step of `model` takes at the price of one (the arithmetic of that
     many rows still under the weight reads)."""

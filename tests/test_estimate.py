@@ -181,3 +181,29 @@ def test_nothing_is_measured_when_every_result_is_stored(tmp_path, capsys, monke
     monkeypatch.setattr(estimate, "measure_costs", lambda *a, **k: pytest.fail("measured"))
     assert study.print_estimate(S, ("agreement",)) is None
     assert "nothing to run" in capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("single_thread")
+def test_a_batched_agreement_is_priced_at_a_batched_step_measured_on_the_target(
+    tmp_path, capsys, monkeypatch
+):
+    import copy
+
+    monkeypatch.delenv("FORCE", raising=False)
+    S = study.setup("smoke-pair", results_dir=str(tmp_path))
+    S.profile = copy.deepcopy(S.profile)
+    S.profile["experiments"]["agreement"]["continuation_batch"] = 2
+    seen = []
+    real = estimate.measure_batched_step
+
+    def measured(model, batch, **kw):
+        seen.append(batch)
+        return real(model, batch, **kw)
+
+    monkeypatch.setattr(estimate, "measure_batched_step", measured)
+    text = study.print_estimate(S, ("agreement",))
+    assert seen == [2] and text is not None
+    head = text.splitlines()[0]
+    assert "a step of 2 rows" in head and "a step of draft model:tiny-random-draft" in head
+    ms = float(head.split("a step of 2 rows ")[1].split(" ms")[0])
+    assert ms > 0 and math.isfinite(ms)

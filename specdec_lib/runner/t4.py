@@ -30,7 +30,6 @@ downloads (about 11 GB for the quick profile's three models).
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 from specdec_lib.environment.real_shapes import DRAFT, SECOND_DRAFT, SHAPES, TARGET
 from specdec_lib.runner.estimate import Calls, Costs, estimate_table, minutes, work
@@ -159,20 +158,6 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     print_t4_estimate(args[0] if args else QUICK)
     return 0
-
-
-def as_dict() -> dict[str, Any]:
-    """The stated constants and the step times they give (for a report or a test)."""
-    return {
-        "bandwidth_bytes_s": T4_BANDWIDTH,
-        "bandwidth_share": BANDWIDTH_SHARE,
-        "fp32_flops": T4_FP32,
-        "compute_share": COMPUTE_SHARE,
-        "host_per_layer_s": HOST_PER_LAYER,
-        "target_step_s": call_seconds(TARGET, 1),
-        "draft_step_s": call_seconds(DRAFT, 1),
-        "ridge_rows": ridge_rows(),
-    }
 
 
 if __name__ == "__main__":

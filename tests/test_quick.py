@@ -529,3 +529,15 @@ def test_the_quick_notebook_killed_in_colab_resumes_and_its_bundle_reaches_the_b
         results / "agreement" / "per_prompt.csv"
     ).read_text()
     assert_the_book_shows_t4(import_as_t4(zipped, tmp_path))  # and as a T4 run's bundle
+
+
+def test_the_quick_sweep_prompts_detect_the_published_fall_by_the_committed_power():
+    """The profile's comment on the sweep, recomputed: the tokens-per-call ratio's interval on
+    the committed sweep (H4's fixed prompts) detects the published distance at the quick
+    profile's prompts, and would not at half of them."""
+    f = embedded_finding("H4")
+    power = rules.power(rules.Quantity.of(f.inputs["tokens_per_call"]), rules.MATERIAL_RATIO)
+    distance = rules.MATERIAL_RATIO - rules.published_ratio()
+    n = load_profile(catalog.QUICK_PROFILE)["experiments"]["context_sweep"]["n_prompts"]
+    at = lambda m: power.detectable * math.sqrt(power.n / m)  # noqa: E731
+    assert at(n) <= distance < at(n // 2)

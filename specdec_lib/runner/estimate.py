@@ -362,7 +362,7 @@ def measured_costs(study: Any, loaded: Any, works: dict[str, list[Calls]], k: in
     from specdec_lib.runner.context import get_drafter
 
     calls = [c for w in works.values() for c in w]
-    longest = max(c.tokens for c in calls if c.model == TARGET)
+    longest = max(c.tokens * c.batch for c in calls if c.model == TARGET)  # a batch's prefill
     batches = sorted({c.batch for c in calls if c.batch > 1})
     batched = {b: measure_batched_step(loaded.model, b) for b in batches}
     drafts: dict[str, Costs] = {}

@@ -33,6 +33,8 @@ from specdec_lib.reporting.format import md_cell
 from specdec_lib.results import bundle, catalog
 from specdec_lib.results.declare import load
 from specdec_lib.runner import agreement as agreement_runner
+from specdec_lib.runner import t4
+from specdec_lib.runner.context_sweep import sweep_config
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,19 +60,70 @@ def test_the_quick_notebook_runs_end_to_end_on_the_smoke_pair(tmp_path, quiet):
         cwd=str(ROOT),
         progress_bar=False,
     )
-    for e in ("agreement", "context_sweep"):
+    for e in QUICK_EXPERIMENTS:
         summary = json.loads((tmp_path / "smoke-pair" / e / "summary.json").read_text())
         assert summary["profile"] == "smoke-pair"
-    assert not (tmp_path / "smoke-pair" / "context_sweep_nocache").exists()  # H3/H4 only
+    assert not (tmp_path / "smoke-pair" / "implementations").exists()  # the paradox's runs only
 
 
-def test_the_quick_profile_runs_only_what_decides_h3_and_h4():
+QUICK_EXPERIMENTS = ("agreement", "context_sweep", "context_sweep_nocache")
+
+
+def test_the_quick_profile_runs_what_decides_h1_to_h4(tmp_path):
     prof = load_profile(catalog.QUICK_PROFILE)
-    assert set(prof["experiments"]) == {"agreement", "context_sweep"}
-    ag, sw = prof["experiments"]["agreement"], prof["experiments"]["context_sweep"]
-    assert ag["contexts"] == sw["contexts"] == ag["test_range"] == [10, 100]
-    assert ag["primary"] == sw["primary"] == "gemma-3-1b-pt"
+    assert set(prof["experiments"]) == set(QUICK_EXPERIMENTS)
     assert {load(r).name for r in catalog.QUICK.experiments} == set(prof["experiments"])
+    S = study.setup(catalog.QUICK_PROFILE, results_dir=str(tmp_path))
+    ag, sw = agreement_runner.agreement_config(S), sweep_config(S, "context_sweep")
+    off = sweep_config(S, "context_sweep_nocache")
+    assert ag["contexts"] == ag["test_range"] == [10, 100]  # H3
+    assert set(ag["test_range"]) <= set(sw["contexts"]) and sw["primary"] == ag["primary"]  # H4
+    assert sw["reference_context"] in sw["contexts"] == off["contexts"]  # H2: the divisor's
+    assert list(off["arms"]) == ["baseline"] and off["use_cache"] is False  # H1
+    assert ag["primary"] == "gemma-3-1b-pt"
+
+
+def embedded_finding(key: str):
+    from specdec_lib.analysis.verdicts import findings
+    from specdec_lib.reporting.earlier import earlier_recomputed
+    from specdec_lib.results.read import load_results
+
+    found = {f.key: f for f in findings(load_results("embedded"), earlier_recomputed())}
+    if found[key].label == rules.NOT_TESTED:
+        pytest.skip(f"no committed embedded result decides {key}")
+    return found[key]
+
+
+@pytest.mark.parametrize("key, c0", [("H1", 10), ("H2", 20)])
+def test_the_quick_cache_off_prompts_decide_h1_and_h2_at_the_stated_t4_costs(key, c0):
+    """The profile's comment, recomputed: the committed design's detectable distance at its n,
+    scaled to the quick profile's cache-off prompts, is well inside the distance the T4's
+    stated costs put between the expected growth and the rule's 1.10."""
+    f = embedded_finding(key)
+    power = rules.power(rules.Quantity.of(f.q), 1.10)
+    prof = load_profile(catalog.QUICK_PROFILE)["experiments"]
+    n_off, new = prof["context_sweep_nocache"]["n_prompts"], prof["context_sweep"]["max_new_tokens"]
+    detectable = power.detectable * math.sqrt(power.n / n_off)
+    expected = t4.nocache_growth(c0, 100, new)  # H1: over a cache-on growth of 1
+    threshold = rules.H1_EXTRA_GROWTH if key == "H1" else rules.H2_BASELINE_GROWTH
+    assert expected - threshold > 5 * detectable
+
+
+def test_the_quick_profile_states_the_minutes_its_estimator_gives():
+    """The profile's comment says the estimate `python -m specdec_lib.runner.t4` prints: its
+    stated step time and its total minutes, which lie within the 20-minute budget."""
+    from specdec_lib.environment.real_shapes import TARGET
+    from specdec_lib.runner.estimate import _span
+
+    header = " ".join(
+        line.lstrip("# ").strip()
+        for line in (ROOT / "profiles" / f"{catalog.QUICK_PROFILE}.yaml").read_text().splitlines()
+        if line.startswith("#")
+    )
+    _, (lo, hi) = t4.t4_estimate(catalog.QUICK_PROFILE)
+    assert f"estimate {_span(lo, hi)} minutes" in header and hi <= t4.BUDGET_MINUTES
+    assert f"a 4B step {1000 * t4.call_seconds(TARGET, 1):.1f} ms" in header
+    assert f"below the {t4.ridge_rows()} rows" in header
 
 
 def test_the_quick_counts_detect_the_published_fall_by_the_committed_power():
@@ -465,7 +518,7 @@ def test_the_quick_notebook_killed_in_colab_resumes_and_its_bundle_reaches_the_b
 
     zipped = results.parent / "smoke-pair-bundle.zip"  # the last cell's, beside the results
     names = zipfile.ZipFile(zipped).namelist()
-    assert {n.split("/")[1] for n in names} == {"agreement", "context_sweep"}
+    assert {n.split("/")[1] for n in names} == set(QUICK_EXPERIMENTS)
     dest = tmp_path / "results"
     imported = subprocess.run(
         [sys.executable, "-m", "specdec_lib", "import-bundle", str(zipped)],
@@ -476,3 +529,15 @@ def test_the_quick_notebook_killed_in_colab_resumes_and_its_bundle_reaches_the_b
         results / "agreement" / "per_prompt.csv"
     ).read_text()
     assert_the_book_shows_t4(import_as_t4(zipped, tmp_path))  # and as a T4 run's bundle
+
+
+def test_the_quick_sweep_prompts_detect_the_published_fall_by_the_committed_power():
+    """The profile's comment on the sweep, recomputed: the tokens-per-call ratio's interval on
+    the committed sweep (H4's fixed prompts) detects the published distance at the quick
+    profile's prompts, and would not at half of them."""
+    f = embedded_finding("H4")
+    power = rules.power(rules.Quantity.of(f.inputs["tokens_per_call"]), rules.MATERIAL_RATIO)
+    distance = rules.MATERIAL_RATIO - rules.published_ratio()
+    n = load_profile(catalog.QUICK_PROFILE)["experiments"]["context_sweep"]["n_prompts"]
+    at = lambda m: power.detectable * math.sqrt(power.n / m)  # noqa: E731
+    assert at(n) <= distance < at(n // 2)

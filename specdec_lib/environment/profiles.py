@@ -188,6 +188,7 @@ BY_NAME: dict[str, Check] = {
         )
     },
     **{key: _int(1, MAX_K) for key in ("k_start", "k_min", "k_max")},
+    "continuation_batch": _int(1),  # the agreement's documents per forward
     "contexts": _list_of(_int(1), "integers >= 1"),
     "text_contexts": _list_of(_int(1), "integers >= 1"),
     "ks": _list_of(_int(1, MAX_K), f"integers in [1, {MAX_K}]"),

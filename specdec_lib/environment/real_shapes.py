@@ -30,6 +30,7 @@ from specdec_lib.errors import SpecdecError
 
 TARGET = "google/gemma-3-4b-pt"
 DRAFT = "google/gemma-3-1b-pt"
+SECOND_DRAFT = "google/gemma-3-270m"
 DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 CPU_SCALE = 16  # the scale a CPU run uses (at scale 1 the 4B alone is about 16 GB in float32)
 
@@ -114,6 +115,10 @@ class Shape:
 SHAPES = {
     TARGET: Shape(262_208, 2560, 10_240, 34, 8, 4, 256, 1024, 131_072, rope_factor=8.0),
     DRAFT: Shape(262_144, 1152, 6912, 26, 4, 1, 256, 512, 32_768),
+    # the quick profile's second separate draft, from google/gemma-3-270m's config.json (hidden
+    # 640, feed-forward 2048, 18 layers, 4 heads, 1 KV head); 268,098,176 by the formula, as
+    # keras-hub's gemma3_270m preset
+    SECOND_DRAFT: Shape(262_144, 640, 2048, 18, 4, 1, 256, 512, 32_768),
 }
 
 

@@ -212,7 +212,8 @@ def speedup_figure(settings: list[tuple[str, Speedup | None, Speedup | None]]) -
 def quick_target_calls(profile: str = "colab-t4-quick") -> tuple[int, int] | None:
     """(fewest, most) target calls of the quick notebook's experiments on `profile`, counted by
     the notebook's own estimator (runner/estimate.py) from the configs it would run; None when
-    the profile cannot be set up here. What a call costs is measured only on the T4 itself."""
+    the profile cannot be set up here (a batched call counts once). What a call costs is
+    measured only on the T4 itself."""
     import tempfile
 
     from specdec_lib.results.catalog import QUICK
@@ -227,6 +228,7 @@ def quick_target_calls(profile: str = "colab-t4-quick") -> tuple[int, int] | Non
                 c
                 for ref in QUICK.experiments
                 for c in estimate.work(load(ref).name, load(load(ref).config)(study))
+                if c.model == estimate.TARGET  # not a draft model's own calls
             ]
     except (SpecdecError, OSError, KeyError, ValueError):
         return None

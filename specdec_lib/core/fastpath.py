@@ -4,14 +4,15 @@ the call scores it alone or among other positions, so greedy speculative decodin
 greedy decoding bit for bit.
 
 `fast_view(model, pack, invariant)` is a shallow copy sharing every parameter and module except:
-- every `nn.Linear` becomes a `PackedLinear`, which sees a 2-D input. A 3-D input with unusual
-  strides (the last position of a prefill, `logits_to_keep=1`) sends `F.linear` down a
-  batched-matmul path that first copies the whole weight (Hugging Face `generate` pays it at
-  every prefill). With `pack` (bfloat16/float16) the product runs through oneDNN from a weight
-  reordered once into its blocked layout, bit-identical to `F.linear`, where the plain path
-  re-reads and repacks the weight at every call; the packed copies cost the weights' size once.
-  Without `pack`, a float32 weight of at least `WIDE` output rows (an LM head) takes several
-  rows as `W @ x^T`, which streams the weight once where `F.linear` repacks it.
+- every `nn.Linear` (without `pack` or `invariant`: every wide one, an LM head) becomes a
+  `PackedLinear`, which sees a 2-D input. A 3-D input with unusual strides (the last position of a
+  prefill, `logits_to_keep=1`) sends `F.linear` down a batched-matmul path that first copies the
+  whole weight (Hugging Face `generate` pays it at every prefill). With `pack` (bfloat16/float16)
+  the product runs through oneDNN from a weight reordered once into its blocked layout,
+  bit-identical to `F.linear`, where the plain path re-reads and repacks the weight at every call;
+  the packed copies cost the weights' size once. Without `pack`, a float32 weight of at least `WIDE`
+  output rows (an LM head) takes several rows as `W @ x^T`, which streams the weight once where
+  `F.linear` repacks it.
 - with `invariant`, every product runs at one shape, whatever the number of positions:
   * a linear layer multiplies chunks of exactly `ROWS` rows (a one-row decode step is padded
     with zero rows too), and the row of position p always sits in slot p mod ROWS of its chunk

@@ -152,6 +152,34 @@ def test_float32_stays_on_the_stock_kernels_unless_asked(monkeypatch):
     assert not CachedLM(model, fast=False).invariant
 
 
+def test_float32_view_wraps_only_the_wide_head_and_gives_the_stock_bits(monkeypatch):
+    """Default float32 view: the decoder's linear layers stay the model's own modules, the
+    Gemma-wide head runs as PackedLinear, and decode steps give the stock model's logits bit
+    for bit (after a prefill and verifications that agree with it to rounding)."""
+    monkeypatch.delenv("SPECDEC_INVARIANT", raising=False)
+    model = tiny_gemma(6, 2, vocab=WIDE + 8, dtype=torch.float32, window=16)
+    fast, ref = CachedLM(model), CachedLM(model, fast=False)
+    assert fast.fast and not fast.packed and not fast.invariant
+    wrapped = [m for m in fast.runner.modules() if isinstance(m, PackedLinear)]
+    assert [w.source for w in wrapped] == [model.lm_head]
+    assert fast.runner.model is model.model  # the body is shared, not copied
+    ids = _ids(60, seed=4)
+    for lm in (fast, ref):
+        lm.reset()
+    # the prefill's last row: the view's 2-D product against the stock strided one
+    assert torch.allclose(fast.extend(ids[:40], 1), ref.extend(ids[:40], 1), atol=1e-4, rtol=1e-5)
+    for start, k in ((40, 1), (41, 5), (46, 1), (47, 9)):
+        got, want = fast.extend(ids[start : start + k], k), ref.extend(ids[start : start + k], k)
+        if k == 1:  # the same kernels; several rows: the head's W @ x^T, same values to rounding
+            assert torch.equal(got, want)
+        else:
+            assert torch.allclose(got, want, atol=1e-4, rtol=1e-5)
+    monkeypatch.setenv("SPECDEC_INVARIANT", "1")
+    inv = CachedLM(model)
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    assert len([m for m in inv.runner.modules() if isinstance(m, PackedLinear)]) == len(linears)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
 def test_greedy_speculation_on_the_invariant_path_reproduces_greedy_decoding(dtype):
     from specdec_lib.core.decode import autoregressive_decode, speculative_decode

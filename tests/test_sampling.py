@@ -10,7 +10,14 @@ import torch
 from scipy.stats import chisquare
 
 from specdec_lib.config import SamplingConfig
-from specdec_lib.core.sampling import logits_to_probs, make_generator, sample, uniform
+from specdec_lib.core.sampling import (
+    argmax_rows,
+    greedy_ids,
+    logits_to_probs,
+    make_generator,
+    sample,
+    uniform,
+)
 from specdec_lib.errors import SpecdecError
 
 
@@ -184,3 +191,23 @@ def test_sample_boundary_draws_never_land_on_zero_probability(u, expected, monke
     )
     probs = torch.tensor([0.0, 0.0, 0.5, 0.0, 0.5, 0.0])  # cdf 0 0 .5 .5 1 1
     assert sample(probs, make_generator(0)) == expected
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_greedy_ids_take_the_first_of_tied_maxima_as_argmax_does(dtype):
+    g = torch.Generator().manual_seed(0)
+    # coarse values over a Gemma-wide row: many ties, the maximum several times in every row
+    logits = torch.randint(-50, 8, (9, 262144), generator=g).to(dtype)
+    logits[:, [5, 1000, 200000]] = 8
+    logits[3, 7] = 9  # one row with a single maximum
+    ids = greedy_ids(logits)
+    assert ids == logits.argmax(-1).tolist()
+    assert ids[0] == 5 and ids[3] == 7
+    assert torch.equal(argmax_rows(logits[:1]), logits[:1].argmax(-1))
+
+
+def test_greedy_ids_of_random_rows_equal_argmax():
+    g = torch.Generator().manual_seed(1)
+    for n in (1, 2, 5, 16):
+        logits = torch.randn(n, 4099, generator=g)
+        assert greedy_ids(logits) == logits.argmax(-1).tolist()

@@ -8,15 +8,15 @@ every call recomputes the whole sequence, which is how the "no KV cache" experim
 
 The cache (`GrowingCache`) writes keys and values into preallocated, zeroed buffers that double
 when full, instead of concatenating the whole cache at every call; a crop only moves the length.
-On the CPU the model runs through `fastpath.fast_view`: every linear layer on a 2-D input; in
-float32 the LM head's multi-row products as `W @ x^T`; in bfloat16/float16, where oneDNN can
-pack them, packed linear layers. Where packed (or with `invariant=True`, $SPECDEC_INVARIANT, in
-float32 too) every product runs at a fixed shape with each position in a slot of its own, so a
-position's logits do not depend on the other positions of the call, and greedy speculation
-reproduces greedy decoding bit for bit. Every call runs inside `fastpath.positions_end`, which
-tells the view the positions of the rows it multiplies. `fast=False` runs the model as it
-is. `hidden` and `head` run the body and the LM head apart, for a drafter that drafts with the
-target's own body (`drafters.shared`).
+On the CPU the model runs through `fastpath.fast_view`: linear layers on a 2-D input; in float32
+only the LM head (its multi-row products as `W @ x^T`), the other layers as they are; in
+bfloat16/float16, where oneDNN can pack them, packed linear layers. Where packed (or with
+`invariant=True`, $SPECDEC_INVARIANT, in float32 too) every product runs at a fixed shape with each
+position in a slot of its own, so a position's logits do not depend on the other positions of the
+call, and greedy speculation reproduces greedy decoding bit for bit. Every call runs inside
+`fastpath.positions_end`, which tells the view the positions of the rows it multiplies. `fast=False`
+runs the model as it is. `hidden` and `head` run the body and the LM head apart, for a drafter that
+drafts with the target's own body (`drafters.shared`).
 
 Knows nothing about sampling, drafters or the verifier.
 """

@@ -22,7 +22,7 @@ from specdec_lib.config import SamplingConfig
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.draft import Draft, Drafter, NoDrafter
 from specdec_lib.core.processors import NO_CONTROL, TREE_NO_CONTROL, RepetitionControl
-from specdec_lib.core.sampling import logits_to_probs, make_generator
+from specdec_lib.core.sampling import greedy_ids, logits_to_probs, make_generator
 from specdec_lib.core.verify import Verdict, greedy_verify, pad_vocab, speculative_verify
 from specdec_lib.errors import SpecdecError
 
@@ -161,7 +161,7 @@ def verify_step(
         logits = target.extend([seq[-1], *draft.tokens], d + 1)  # [d + 1, V]
     logits = control.process(logits, seq, draft.tokens)  # row i after seq + draft[:i]
     if sampling.greedy:
-        verdict = greedy_verify(draft.tokens, logits.argmax(-1).tolist())
+        verdict = greedy_verify(draft.tokens, greedy_ids(logits))
     else:
         p = logits_to_probs(logits, sampling)  # [d + 1, V]
         q = pad_vocab(draft.q, p.shape[-1]) if draft.q is not None else None

@@ -4,14 +4,15 @@ the call scores it alone or among other positions, so greedy speculative decodin
 greedy decoding bit for bit.
 
 `fast_view(model, pack, invariant)` is a shallow copy sharing every parameter and module except:
-- every `nn.Linear` becomes a `PackedLinear`, which sees a 2-D input. A 3-D input with unusual
-  strides (the last position of a prefill, `logits_to_keep=1`) sends `F.linear` down a
-  batched-matmul path that first copies the whole weight (Hugging Face `generate` pays it at
-  every prefill). With `pack` (bfloat16/float16) the product runs through oneDNN from a weight
-  reordered once into its blocked layout, bit-identical to `F.linear`, where the plain path
-  re-reads and repacks the weight at every call; the packed copies cost the weights' size once.
-  Without `pack`, a float32 weight of at least `WIDE` output rows (an LM head) takes several
-  rows as `W @ x^T`, which streams the weight once where `F.linear` repacks it.
+- every `nn.Linear` (without `pack` or `invariant`: every wide one, an LM head) becomes a
+  `PackedLinear`, which sees a 2-D input. A 3-D input with unusual strides (the last position of a
+  prefill, `logits_to_keep=1`) sends `F.linear` down a batched-matmul path that first copies the
+  whole weight (Hugging Face `generate` pays it at every prefill). With `pack` (bfloat16/float16)
+  the product runs through oneDNN from a weight reordered once into its blocked layout,
+  bit-identical to `F.linear`, where the plain path re-reads and repacks the weight at every call;
+  the packed copies cost the weights' size once. Without `pack`, a float32 weight of at least `WIDE`
+  output rows (an LM head) takes several rows as `W @ x^T`, which streams the weight once where
+  `F.linear` repacks it.
 - with `invariant`, every product runs at one shape, whatever the number of positions:
   * a linear layer multiplies chunks of exactly `ROWS` rows (a one-row decode step is padded
     with zero rows too), and the row of position p always sits in slot p mod ROWS of its chunk
@@ -29,6 +30,8 @@ greedy decoding bit for bit.
   A row's position comes from the caller: `CachedLM` wraps every call in `positions_end(n)`
   (n = cached positions after the call; the rows a linear sees are the last ones). Without it
   the rows are taken as positions 0..M-1: still fixed shapes, but slots follow the call.
+Without `pack` and `invariant` (float32 by default) only the wide layers become `PackedLinear`;
+the others stay the model's own modules, which run the same kernel without the wrapper's cost.
 The model itself is untouched: Hugging Face `generate` on the same model runs the stock path.
 
 Which dtype runs what: bfloat16/float16 with oneDNN packing are invariant by default (packing
@@ -313,12 +316,23 @@ def _with_invariant_attention(module: torch.nn.Module) -> None:
 # ----------------------------------------------------------------------------- the view
 
 
+def _wrapped(module: torch.nn.Module, pack: bool, invariant: bool) -> bool:
+    """Whether the view runs this module as a PackedLinear: every nn.Linear when packing or
+    invariant; otherwise (float32 by default) only a wide one (an LM head), the one layer whose
+    products the view changes (a strided prefill row, W @ x^T over several rows). A narrower
+    layer would run the same `mm` as the stock module (its input is contiguous), with the
+    wrapper's per-call cost on top: a few percent of a float32 decode step."""
+    if not isinstance(module, torch.nn.Linear):
+        return False
+    return pack or invariant or module.out_features >= WIDE
+
+
 def _linears_view(module: torch.nn.Module, pack: bool, invariant: bool) -> torch.nn.Module:
-    """A shallow copy of module whose nn.Linear descendants run as PackedLinear (modules with
-    no linear descendant are shared as they are)."""
-    if isinstance(module, torch.nn.Linear):
+    """A shallow copy of module whose nn.Linear descendants run as PackedLinear where `_wrapped`
+    says so (modules with no such descendant are shared as they are)."""
+    if _wrapped(module, pack, invariant):
         return PackedLinear(module, pack, invariant)
-    if not any(isinstance(m, torch.nn.Linear) for m in module.modules()):
+    if not any(_wrapped(m, pack, invariant) for m in module.modules()):
         return module
     new = copy.copy(module)
     new._modules = {

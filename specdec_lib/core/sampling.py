@@ -19,7 +19,7 @@ def logits_to_probs(logits: torch.Tensor, cfg: SamplingConfig) -> torch.Tensor:
     """
     logits = logits.float()
     if cfg.greedy:
-        return torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).float()
+        return torch.nn.functional.one_hot(argmax_rows(logits), logits.shape[-1]).float()
     logits = logits / cfg.temperature
     if cfg.top_k and cfg.top_k < logits.shape[-1]:
         kth = torch.topk(logits, cfg.top_k, dim=-1).values[..., -1:]  # [n, 1]
@@ -33,6 +33,19 @@ def logits_to_probs(logits: torch.Tensor, cfg: SamplingConfig) -> torch.Tensor:
         probs = probs.masked_fill(drop, 0.0)
         probs = probs / probs.sum(-1, keepdim=True)
     return probs
+
+
+def argmax_rows(logits: torch.Tensor) -> torch.Tensor:
+    """[n, V] -> [n] long: each row's index of its largest value, the first one on a tie (as
+    `argmax`). By `max(dim).indices`, which gives the same indices (both are documented to return
+    the first maximal index) and on the CPU reads a 262,144-wide row several times faster than
+    `argmax`, a cost every greedy step pays. Finite logits assumed (`cache.check_finite`)."""
+    return logits.max(-1).indices
+
+
+def greedy_ids(logits: torch.Tensor) -> list[int]:
+    """[n, V] logits -> the greedy token of each row (`argmax_rows`) as Python ints."""
+    return argmax_rows(logits).tolist()
 
 
 def make_generator(seed: int) -> torch.Generator:

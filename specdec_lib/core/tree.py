@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from specdec_lib.core import fastpath
+from specdec_lib.core.sampling import greedy_ids
 from specdec_lib.errors import SpecdecError
 
 if TYPE_CHECKING:
@@ -218,6 +219,6 @@ def verify_tree(lm: CachedLM, seq: list[int], tree: Tree) -> tuple[list[int], in
     if len(lm.tokens) != start:
         raise SpecdecError("the target's cache does not hold the sequence but its last token")
     logits = score_tree(lm, seq[-1], tree)  # [N + 1, V]
-    accepted, rows, nxt = greedy_walk(tree, logits.argmax(-1).tolist())
+    accepted, rows, nxt = greedy_walk(tree, greedy_ids(logits))
     lm.keep(start, [0, *rows])  # the root and the accepted path, next to the prefix
     return accepted, nxt

@@ -296,9 +296,10 @@ def bench_machine(bench: dict[str, Any]) -> str:
 
 
 def bench_cpu(bench: dict[str, Any]) -> dict[str, Any] | None:
-    """The CPU kind a bench ran on, machine-readable: the JSON line's `cpu` field; for a file
-    written before that field, the family and model numbers its header names (with
-    `from_header`); None on a GPU or where neither says."""
+    """The CPU kind a bench ran on, machine-readable: the JSON line's `cpu` field (in a file
+    written before the bench recorded it, the header's family and model numbers and its words,
+    marked `from_header`); else the numbers the header names; None on a GPU or where neither
+    says."""
     cpu = bench.get("cpu")
     if isinstance(cpu, dict):
         return cpu
@@ -315,7 +316,7 @@ def cpu_text(bench: dict[str, Any]) -> str:
     if cpu is None:
         return str(bench.get("device", "an unrecorded machine"))
     if cpu.get("from_header"):
-        return bench_machine(bench)
+        return str(cpu.get("words") or bench_machine(bench))
     return cpu_words(cpu)
 
 
@@ -344,7 +345,7 @@ def _preset_cell(bench: dict[str, Any], preset: str) -> str:
     cal = r.get("calibration") or {}
     chosen = cal.get("chosen") or {}
     if source == "calibrated" and chosen.get("speedup") is not None:
-        source += f", {num(chosen['speedup'], 2, 'x')} in calibration (n={cal.get('n_prompts')})"
+        source += f": {num(chosen['speedup'], 2, 'x')} there, n={cal.get('n_prompts')}"
     return f"{md_code(r['draft'])}{k} ({source})"
 
 

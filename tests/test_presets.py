@@ -123,6 +123,7 @@ def test_calibrate_presets_stores_the_choice_of_the_rule_from_the_runs_rows():
         loaded,
         prompts=[prompt(0), prompt(1)],
         candidates=cands,
+        n_prompts={"best": 1, "best_short": 2},
         run=fake_run,
         warm=False,
         source="bundled",

@@ -278,20 +278,23 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from specdec_lib.models.loading import load_model
 
     _quiet_loading()
-    loaded = load_model(args.target, dtype=args.dtype, device=args.device)
-    spec_text = args.draft
-    if entries is not None:  # a preset: what it runs on this machine and dtype, said in one line
+    if entries is None:
+        gen = Generator.load(
+            args.target, args.draft, dtype=args.dtype, device=args.device, k=k, control=control
+        )
+    else:  # a preset: what it runs on this machine and dtype, said in one line
         from specdec_lib.bench.calibrate_presets import key_for
         from specdec_lib.drafters.presets import resolve
 
+        loaded = load_model(args.target, dtype=args.dtype, device=args.device)
         res = resolve(args.draft, key_for(loaded), entries)
         print(f"specdec: {res.line()}", file=sys.stderr, flush=True)
-        spec_text, draft = res.spec, parse(res.spec)
+        draft = parse(res.spec)
         k = args.k if args.k is not None else (res.k or DEFAULT_K)
         spec = SpecConfig(k, args.max_new_tokens)
-    gen = Generator.from_loaded(
-        loaded, spec_text, dtype=args.dtype, device=args.device, k=k, control=control
-    )
+        gen = Generator.from_loaded(
+            loaded, res.spec, dtype=args.dtype, device=args.device, k=k, control=control
+        )
     for p in prompts:  # every prompt fits before the first is generated
         try:
             gen.check_prompt(gen.encode(p.text), spec.max_new_tokens)

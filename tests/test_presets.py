@@ -265,3 +265,41 @@ def test_the_study_resolves_a_preset_through_the_static_table_whatever_the_cache
     assert (parse("best").name, parse("best").k) == ("ngram", 7)
     cfg = agreement_config(study.Study(study.load_profile("embedded"), study.ROOT / "results"))
     assert (cfg["continuation_by"], cfg["continuation_k"]) == ("best", PRESETS["best"].k)
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_generate_best_runs_what_the_calibration_chose_and_says_so_in_one_line(
+    monkeypatch, cache, capsys, cached
+):
+    """`generate --draft best`: the calibrated configuration and its K for this machine and
+    dtype (the static table without one), and one stderr line saying which and from what."""
+    import types
+
+    import torch
+
+    import specdec_lib.generate
+    import specdec_lib.models.loading
+
+    seen = {}
+
+    class FakeGenerator:
+        @classmethod
+        def from_loaded(cls, loaded, draft, **kw):
+            seen[draft] = kw["k"]
+            raise SpecdecError("stop here")
+
+    def fake_load(name, dtype, device):
+        cpu = torch.device("cpu")
+        return types.SimpleNamespace(name=name, dtype=torch.bfloat16, device=cpu)
+
+    monkeypatch.setattr(specdec_lib.generate, "Generator", FakeGenerator)
+    monkeypatch.setattr(specdec_lib.models.loading, "load_model", fake_load)
+    if cached:
+        key = P.cache_key(P.machine_key("cpu"), "bfloat16", "embedded")
+        P.write_cache(key, record({"spec": "int8w:32768", "k": 4, "speedup": 1.9}))
+    rc = cli.main(["generate", "--target", "embedded", "--draft", "best", "--prompt", "x"])
+    err = capsys.readouterr().err.strip().splitlines()
+    want = ("int8w:32768", 4, "calibration") if cached else ("ngram", 7, "fallback")
+    assert rc == 2 and seen == {want[0]: want[1]}
+    assert err[0].startswith(f"specdec: best -> {want[0]}, K = {want[1]} ({want[2]}")
+    assert len(err) == 2  # the resolution, then the (faked) stop

@@ -21,9 +21,9 @@ from typing import Any
 
 import torch
 
+from specdec_lib import generate
 from specdec_lib.drafters import presets as P
 from specdec_lib.environment.tracking import git_commit
-from specdec_lib.generate import Generator
 from specdec_lib.measure.paired import Arm, Method, run_paired
 from specdec_lib.models import LoadedModel
 
@@ -67,9 +67,10 @@ def calibration_prompts(loaded: LoadedModel, n: int, seed: int = 0, source: str 
 
 def _arms(loaded: LoadedModel, candidates: Sequence[P.Candidate], source: str) -> list[Arm]:
     """Our baseline, then one arm per candidate (named spec@K), on the one loaded target."""
-    arms = [Arm(Method(P.BASELINE_ARM, "none", 1), Generator.from_loaded(loaded, "none"))]
+    make = generate.Generator.from_loaded  # looked up at call time
+    arms = [Arm(Method(P.BASELINE_ARM, "none", 1), make(loaded, "none"))]
     for c in candidates:
-        gen = Generator.from_loaded(loaded, c.spec, k=c.k, data_source=source)
+        gen = make(loaded, c.spec, k=c.k, data_source=source)
         arms.append(Arm(Method(c.name, c.spec, c.k), gen))
     return arms
 

@@ -169,4 +169,12 @@ def test_each_bench_file_names_its_cpu_kind_and_what_the_presets_resolved_to(tmp
     from specdec_lib.reporting.format import md_table
 
     table = md_table(perf.machines_table({"bench-epyc.txt": new}))
-    assert "EPYC&#96;x" in table or "EPYC`x" not in table
+    listed = perf.machines_markdown(
+        {"bench-epyc.txt": new, perf.BENCH_FILE: committed[perf.BENCH_FILE]}
+    )
+    assert len(listed.splitlines()) == 2  # one line per CPU kind and dtype
+    both = perf.machines_markdown(committed)  # the committed files: one kind, both files
+    assert len(both.splitlines()) == 1 and "`bench.txt`" in both and "`bench-loopfree.txt`" in both
+    for text in (table, listed):  # the CPU's name is literal text, the spec a whole code span
+        assert "EPYC&#96;x" in text and "EPYC`x" not in text
+        assert "``look`up``" in text

@@ -350,14 +350,13 @@ def _preset_cell(bench: dict[str, Any], preset: str) -> str:
 
 
 def _best_speedup(bench: dict[str, Any], preset: str) -> str:
-    """The preset's arm's speedup over our baseline in the bench, per group where it ran."""
+    """The preset's arm's speedup over our baseline in the bench, per group of the preset's
+    length where it ran (the loop-free groups' too: their names say their decoding)."""
     arm = (bench.get(PRESET_KEYS[preset]) or {}).get("name", preset)
     cells = [
         f"{md_code(gname)} {ci(g['arms'][arm].get('speedup'), 2, suffix='x')}"
         for gname, g in (bench.get("groups") or {}).items()
-        if arm in (g.get("arms") or {})
-        and not g.get("loop_free")
-        and g.get("max_new_tokens") == max_tokens(bench, preset)
+        if arm in (g.get("arms") or {}) and g.get("max_new_tokens") == max_tokens(bench, preset)
     ]
     return "; ".join(cells) or "-"
 
@@ -375,7 +374,7 @@ def bench_files(directory: Path) -> dict[str, dict[str, Any]]:
 def machines_table(benches: dict[str, dict[str, Any]]) -> pd.DataFrame:
     """Per bench file: the CPU kind and dtype it ran in, its groups, what `best` and
     `best_short` resolved to there (and from what) and their speedups over our baseline in the
-    run's greedy groups of their length. Every value is the file's, escaped."""
+    run's groups of their length. Every value is the file's, escaped."""
     rows = []
     for file, b in benches.items():
         rows.append(
@@ -393,6 +392,20 @@ def machines_table(benches: dict[str, dict[str, Any]]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def machines_markdown(benches: dict[str, dict[str, Any]]) -> str:
+    """One line per CPU kind and dtype that ran the bench (the files that ran there in
+    brackets): what `best` and `best_short` ran there and from what. The speedups are in each
+    file's own tables."""
+    kinds: dict[tuple[str, ...], list[str]] = {}
+    for file, b in benches.items():
+        said = ", ".join(f"{md_code(p)} ran {_preset_cell(b, p)}" for p in PRESET_KEYS)
+        kinds.setdefault((md_text(cpu_text(b)), md_text(b.get("dtype")), said), []).append(file)
+    return "\n".join(
+        f"- {cpu}, {dtype} ({', '.join(md_code(f) for f in files)}): {said}"
+        for (cpu, dtype, said), files in kinds.items()
+    )
 
 
 def bench_date(bench: dict[str, Any]) -> str | None:

@@ -164,7 +164,7 @@ def test_each_bench_file_names_its_cpu_kind_and_what_the_presets_resolved_to(tmp
     new = perf.read_bench(_planted(tmp_path, change))
     row = perf.machines_table({"bench-epyc.txt": new}).iloc[0]
     assert "family 25 model 1" in row["CPU kind"] and row["dtype"] == "float32"
-    assert row["best"] == "`int8w:32768`, K = 4 (calibrated: 1.96x there, n=1)"
+    assert row["best"] == "`int8w:32768`, K = 4 (calibration: 1.96x over our baseline, n=1)"
     assert row["best_short"].startswith("``look`up``, K = 4 (static table)")
     from specdec_lib.reporting.format import md_table
 

@@ -341,11 +341,11 @@ def _preset_cell(bench: dict[str, Any], preset: str) -> str:
     if not r.get("draft"):
         return "-"
     k = f", K = {r['k']}" if r.get("k") is not None else ""
-    source = "calibrated" if r.get("source") == "calibration" else "static table"
+    source = "calibration" if r.get("source") == "calibration" else "static table"
     cal = r.get("calibration") or {}
     chosen = cal.get("chosen") or {}
-    if source == "calibrated" and chosen.get("speedup") is not None:
-        source += f": {num(chosen['speedup'], 2, 'x')} there, n={cal.get('n_prompts')}"
+    if source == "calibration" and chosen.get("speedup") is not None:
+        source += f": {num(chosen['speedup'], 2, 'x')} over our baseline, n={cal.get('n_prompts')}"
     return f"{md_code(r['draft'])}{k} ({source})"
 
 

@@ -1,4 +1,5 @@
 """Command line: `generate` (one JSON object per prompt), `bench` (the performance comparison),
+`calibrate` (what the presets `best` and `best_short` run on this machine: `drafters.presets`),
 `claims` (every number the book states, with the expression that recomputes it) and `reproduce`
 (today's code on the first prompts of the committed experiments).
 
@@ -51,13 +52,20 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of `python -m specdec_lib` with its `generate`, `bench`, `claims`,
-    `reproduce` and `import-bundle` commands."""
+    """The argument parser of `python -m specdec_lib` with its `generate`, `bench`, `calibrate`,
+    `claims`, `reproduce` and `import-bundle` commands."""
     parser = _Parser(prog="python -m specdec_lib", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _generate_args(sub.add_parser("generate", help="generate with or without speculation"))
     _bench_args(
         sub.add_parser("bench", help="paired benchmark against the baseline and Hugging Face")
+    )
+    cal = sub.add_parser(
+        "calibrate", help="choose what the presets best and best_short run on this machine"
+    )
+    _model_args(cal)
+    cal.add_argument(
+        "--replace-broken", action="store_true", help="rewrite a cache file that does not parse"
     )
     c = sub.add_parser("claims", help="every number the book states, with how to recompute it")
     c.add_argument("--profile", default=None, help="the results' profile (default: the book's)")
@@ -98,7 +106,8 @@ def _generate_args(g: argparse.ArgumentParser) -> None:
         "--k",
         type=int,
         default=None,
-        help="draft length K (default: the preset's K for a preset such as best, else 4)",
+        help="draft length K (default: the K of the configuration a preset such as best resolves "
+        "to, else 4)",
     )
     g.add_argument("--temperature", type=float, default=0.0, help="0 is greedy")
     g.add_argument("--top-k", type=int, default=0)
@@ -145,6 +154,14 @@ def _bench_args(b: argparse.ArgumentParser) -> None:
         default="",
         help="comma-separated arms to keep besides our baseline (e.g. int8w,hf: `hf` keeps every "
         "Hugging Face arm); all arms by default",
+    )
+    b.add_argument(
+        "--presets",
+        default="auto",
+        choices=("auto", "cached", "static"),
+        help="what best and best_short run: auto (this machine's cached calibration, else one "
+        "run now and cached; --quick: the static table instead), cached (else the static "
+        "table) or static (the static table)",
     )
 
 
@@ -255,13 +272,29 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if control.active and draft.name.startswith("tree"):
         raise SpecdecError(TREE_NO_CONTROL)
     prompts = read_prompts(args)
+    entries = _preset_cache(args.draft)  # a broken cache is refused before loading
     from specdec_lib.environment.runtime import setup
     from specdec_lib.generate import Generator  # heavy imports only once the input is sound
+    from specdec_lib.models.loading import load_model
 
     _quiet_loading()
-    gen = Generator.load(
-        args.target, args.draft, dtype=args.dtype, device=args.device, k=k, control=control
-    )
+    if entries is None:
+        gen = Generator.load(
+            args.target, args.draft, dtype=args.dtype, device=args.device, k=k, control=control
+        )
+    else:  # a preset: what it runs on this machine and dtype, said in one line
+        from specdec_lib.bench.calibrate_presets import key_for
+        from specdec_lib.drafters.presets import resolve
+
+        loaded = load_model(args.target, dtype=args.dtype, device=args.device)
+        res = resolve(args.draft, key_for(loaded), entries)
+        print(f"specdec: {res.line()}", file=sys.stderr, flush=True)
+        draft = parse(res.spec)
+        k = args.k if args.k is not None else (res.k or DEFAULT_K)
+        spec = SpecConfig(k, args.max_new_tokens)
+        gen = Generator.from_loaded(
+            loaded, res.spec, dtype=args.dtype, device=args.device, k=k, control=control
+        )
     for p in prompts:  # every prompt fits before the first is generated
         try:
             gen.check_prompt(gen.encode(p.text), spec.max_new_tokens)
@@ -288,6 +321,47 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _preset_cache(draft: str) -> dict | None:
+    """For a preset (`best`, `best_short`): the calibration cache's entries ({} when there is
+    none; a broken file is a SpecdecError); None for any other spec."""
+    from specdec_lib.drafters.registry import PRESETS
+
+    if draft not in PRESETS:
+        return None
+    from specdec_lib.drafters.presets import read_cache
+
+    return read_cache()
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """`calibrate`: time the presets' candidates on this machine and dtype (under a minute on
+    the embedded target), store the choice in the cache and say what each preset now runs."""
+    from specdec_lib.drafters import presets as P
+    from specdec_lib.models.loading import check_model_name
+
+    check_model_name(args.target)
+    if not args.replace_broken:
+        P.read_cache()  # a broken cache: one line, and left as it is
+    from specdec_lib.bench.calibrate_presets import calibrate_presets
+    from specdec_lib.models.loading import load_model
+
+    _quiet_loading()
+    loaded = load_model(args.target, dtype=args.dtype, device=args.device)
+    record = calibrate_presets(loaded, seed=args.seed)
+    path = P.write_cache(record["key"], record)
+    for preset, group in record["presets"].items():
+        said = ", ".join(
+            f"{name} {P.num(m['speedup'])}x"
+            + ("" if m["identical"] == 1.0 else f" (identical on {m['identical']:.0%}: out)")
+            for name, m in group["candidates"].items()
+        )
+        print(f"{preset} ({group['max_new_tokens']} tokens, n={group['n_prompts']}): {said}")
+        print(P.resolve(preset, record["key"], {record["key"]: record}).line())
+    print(f"{record['wall_s']:.0f} s; stored in {path} under {record['key']!r}")
+    print(json.dumps(record, sort_keys=True), flush=True)
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     """`bench`: run the benchmark with the parsed options."""
     from specdec_lib.bench.run import run_bench
@@ -302,6 +376,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         quick=args.quick,
         groups=args.groups,
         arms=args.arms,
+        presets=args.presets,
     )
     return 0
 
@@ -356,6 +431,7 @@ def cmd_import_bundle(args: argparse.Namespace) -> int:
 COMMANDS = {
     "generate": cmd_generate,
     "bench": cmd_bench,
+    "calibrate": cmd_calibrate,
     "claims": cmd_claims,
     "reproduce": cmd_reproduce,
     "import-bundle": cmd_import_bundle,

@@ -284,6 +284,11 @@ def test_bench_quick_prints_a_table_and_one_json_line_last():
     for arm in long.values():  # n beside every interval
         assert arm["tokens_per_s"]["n"] == 2 and arm["speedup"]["n"] == 2
     assert set(last["threads"]) >= {"threads", "chosen_by", "step_s"}
+    for preset, arm in (("best", "best_long"), ("best_short", "best_short")):  # what it ran
+        p = last["presets"][preset]
+        assert (p["draft"], p["k"]) == (last[arm]["draft"], last[arm]["k"])
+        assert p["source"] == "fallback" and f"preset {preset} -> " in out.getvalue()
+    assert isinstance(last["cpu"]["flags"], list) and last["machine_key"].endswith("|tiny")
     assert "prediction_agreement" in last["targets"]
     assert last["identity"]["all_identical"] is True  # float32: every configuration lossless
     mem = last["memory"]

@@ -129,3 +129,52 @@ def test_the_loop_free_run_s_numbers_are_claims_that_recompute():
     for c in cs:
         assert "bench-loopfree.txt" in c.source
         assert recompute(c, p) == pytest.approx(c.value, nan_ok=True)
+
+
+def test_each_bench_file_names_its_cpu_kind_and_what_the_presets_resolved_to(tmp_path):
+    """The machines table: one row per bench file; a file from before the `cpu` and `presets`
+    fields gives the header's CPU numbers and the static table's configurations; a newer file
+    its JSON's, escaped (a backtick in a spec or CPU name cannot break the table)."""
+    committed = perf.bench_files(BENCH.parent)
+    assert {perf.BENCH_FILE, perf.LOOPFREE_FILE} <= set(committed)
+    old = perf.bench_cpu(committed[perf.BENCH_FILE])
+    assert (old["family"], old["model"]) == (6, 167)
+    row = perf.machines_table({perf.BENCH_FILE: committed[perf.BENCH_FILE]}).iloc[0]
+    assert "`ngram`, K = 7 (static table)" == row["best"]
+    best = committed[perf.BENCH_FILE]["groups"]["long_c100"]["arms"]["best"]["speedup"]
+    assert f"`long_c100` {best['value']:.2f}x" in row["best x our baseline"]
+
+    def change(d):
+        d["cpu"] = {
+            "vendor": "AuthenticAMD",
+            "family": 25,
+            "model": 1,
+            "model_name": "EPYC`x",
+            "flags": ["avx2"],
+            "cores": 2,
+        }
+        d["dtype"] = "float32"
+        cal = {"chosen": {"spec": "int8w:32768", "k": 4, "speedup": 1.96}, "n_prompts": 1}
+        d["presets"] = {
+            "best": {"draft": "int8w:32768", "k": 4, "source": "calibration", "calibration": cal},
+            "best_short": {"draft": "look`up", "k": 4, "source": "fallback"},
+        }
+        d["best_long"] = {"name": "best", "draft": "int8w:32768", "k": 4}
+
+    new = perf.read_bench(_planted(tmp_path, change))
+    row = perf.machines_table({"bench-epyc.txt": new}).iloc[0]
+    assert "family 25 model 1" in row["CPU kind"] and row["dtype"] == "float32"
+    assert row["best"] == "`int8w:32768`, K = 4 (calibration: 1.96x over our baseline, n=1)"
+    assert row["best_short"].startswith("``look`up``, K = 4 (static table)")
+    from specdec_lib.reporting.format import md_table
+
+    table = md_table(perf.machines_table({"bench-epyc.txt": new}))
+    listed = perf.machines_markdown(
+        {"bench-epyc.txt": new, perf.BENCH_FILE: committed[perf.BENCH_FILE]}
+    )
+    assert len(listed.splitlines()) == 2  # one line per CPU kind and dtype
+    both = perf.machines_markdown(committed)  # the committed files: one kind, both files
+    assert len(both.splitlines()) == 1 and "`bench.txt`" in both and "`bench-loopfree.txt`" in both
+    for text in (table, listed):  # the CPU's name is literal text, the spec a whole code span
+        assert "EPYC&#96;x" in text and "EPYC`x" not in text
+        assert "``look`up``" in text

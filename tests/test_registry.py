@@ -155,9 +155,14 @@ def test_every_bench_and_study_configuration_is_accepted_by_generate(capsys, spe
 
 
 @pytest.mark.parametrize("cfg", configs.all_configs(), ids=lambda c: c.name)
-def test_every_bench_configuration_runs_from_generate_with_the_benchs_k(monkeypatch, cfg):
+def test_every_bench_configuration_runs_from_generate_with_the_benchs_k(monkeypatch, tmp_path, cfg):
     """`generate --draft DRAFT --k K` hands the generator the bench's spec and K; a configuration
-    that is a preset runs by its name alone, with the same K."""
+    that is a preset runs by its name alone, with the same K (no calibration cached: the static
+    table, as the bench's `--presets static`)."""
+    import types
+
+    import torch
+
     seen = {}
 
     class FakeGenerator:
@@ -166,15 +171,30 @@ def test_every_bench_configuration_runs_from_generate_with_the_benchs_k(monkeypa
             seen[draft] = kw["k"]
             raise SpecdecError("stop here")
 
+        @classmethod
+        def from_loaded(cls, loaded, draft, **kw):
+            seen[f"{loaded.asked}->{draft}"] = kw["k"]
+            raise SpecdecError("stop here")
+
     import specdec_lib.generate
+    import specdec_lib.models.loading
+
+    current = [None]  # the preset asked for
+
+    def fake_load(name, dtype, device):
+        cpu = torch.device("cpu")
+        return types.SimpleNamespace(name=name, dtype=torch.bfloat16, device=cpu, asked=current[0])
 
     monkeypatch.setattr(specdec_lib.generate, "Generator", FakeGenerator)
+    monkeypatch.setattr(specdec_lib.models.loading, "load_model", fake_load)
+    monkeypatch.setenv("SPECDEC_PRESETS", str(tmp_path / "none.json"))
     argv = ["generate", "--target", "embedded", "--prompt", "x", "--draft"]
     assert main([*argv, cfg.draft, "--k", str(cfg.k)]) == 2
     assert seen == {cfg.draft: cfg.k}
     presets = [n for n, p in PRESETS.items() if (p.spec, p.k) == (cfg.draft, cfg.k)]
     for name in presets:
-        assert main([*argv, name]) == 2 and seen[name] == cfg.k
+        current[0] = name
+        assert main([*argv, name]) == 2 and seen[f"{name}->{cfg.draft}"] == cfg.k
     if cfg in (configs.BEST_LONG, configs.BEST_SHORT):
         assert presets, f"{cfg.name}: no preset names it"
 
@@ -204,24 +224,36 @@ def test_the_benchs_self_spec_is_accepted(loaded):
 @pytest.mark.parametrize(
     ("extra", "k"), [([], 7), (["--k", "3"], 3)], ids=["preset K", "explicit --k wins"]
 )
-def test_the_cli_uses_a_presets_k_unless_k_is_given(monkeypatch, extra, k):
+def test_the_cli_uses_a_presets_k_unless_k_is_given(monkeypatch, tmp_path, extra, k):
+    """The preset resolves to its configuration (here the static table: no calibration cached)
+    and runs at that configuration's K unless --k is given."""
+    import types
+
+    import torch
+
     seen = {}
 
     class FakeGenerator:
         @classmethod
-        def load(cls, target, draft, **kw):
+        def from_loaded(cls, loaded, draft, **kw):
             seen.update(kw, draft=draft)
             raise SpecdecError("stop here")
 
     import specdec_lib.generate
+    import specdec_lib.models.loading
+
+    def fake_load(name, dtype, device):
+        return types.SimpleNamespace(name=name, dtype=torch.float32, device=torch.device("cpu"))
 
     monkeypatch.setattr(specdec_lib.generate, "Generator", FakeGenerator)
+    monkeypatch.setattr(specdec_lib.models.loading, "load_model", fake_load)
+    monkeypatch.setenv("SPECDEC_PRESETS", str(tmp_path / "none.json"))
     assert (
         main(["generate", "--target", "embedded", "--draft", "best", "--prompt", "x", *extra]) == 2
     )
     from specdec_lib.core.processors import NO_CONTROL
 
-    want = {"draft": "best", "dtype": "auto", "device": "auto", "k": k, "control": NO_CONTROL}
+    want = {"draft": "ngram", "dtype": "auto", "device": "auto", "k": k, "control": NO_CONTROL}
     assert seen == want
 
 
@@ -324,6 +356,7 @@ def test_checking_a_spec_imports_no_torch_and_no_drafter():
 NOT_DRAFTERS = {
     "__init__": "the package: a docstring, imports nothing",
     "registry": "the table itself, and the spec grammar",
+    "presets": "what a preset resolves to on this machine (calibration cache), no drafter",
 }
 
 

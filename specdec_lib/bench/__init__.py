@@ -27,6 +27,13 @@ warm-up that also builds every kernel shape the run will use. Groups:
 - memory: the bytes the target holds (weights, packed weights, KV cache) and those the
   self-draft adds (pruned head, its packed copy, its KV cache), with the process's RSS.
 
+`BEST_LONG` and `BEST_SHORT` are the arms `best` and `best_short`, running what those presets
+resolve to on this machine and dtype (`drafters.presets`; `--presets auto`, the default: the
+cached calibration, else a calibration run first, `calibrate_presets`; `--presets static`: the
+static table); the output says what each resolved to and from what, and the JSON line records it
+(`presets`) with the CPU kind (`cpu`: vendor, family, model, model name, precision flags) and
+the cache key (`machine_key`).
+
 Measured against predicted (a check that can fail): per arm, the decode phase's speedup (after
 the prefill, which every arm pays alike) against Leviathan et al.'s prediction E / (c_call + v).
 E is the expected tokens per target call, (1 - a^(d+1)) / (1 - a) averaged over the run's calls
@@ -49,6 +56,7 @@ tiny settings (a smoke test); `groups` (`--groups long,short,loopfree`) picks th
 
 Modules (the package re-exports none of them): `configs` (our configurations and their specs),
 `run` (the run, `run_bench`), `calibrate` (costs timed apart, the ceiling, the prediction),
+`calibrate_presets` (the presets' calibration, also `python -m specdec_lib calibrate`),
 `numbers` (per-arm numbers), `memory`, `targets`, `strata` (speedup by repetition thirds),
 `table` (printing), and apart from the bench
 run `fastpath_cost` (what the batch-invariant fast path costs, its own `python -m`). Knows

@@ -54,7 +54,9 @@ class Config:
 
 # Our best lossless configurations on the embedded Gemma 3 270M (long: prompt lookup at the K
 # whose verification fills one row chunk of the fast path; short: lookup, else the shared-body
-# drafter): the registry's presets, so that `generate --draft best` runs what the bench measured.
+# drafter) as the registry's static table has them: the bench's arms `best` and `best_short` run
+# what the presets resolve to on the machine (`drafters.presets`, `run.resolve_presets`), these
+# where no calibration is cached, so that `generate --draft best` runs what the bench measured.
 BEST_LONG = Config("best", PRESETS["best"].spec, PRESETS["best"].k)
 BEST_SHORT = Config("best_short", PRESETS["best_short"].spec, PRESETS["best_short"].k)
 # Tree verification (`drafters.tree`): every earlier match of the suffix and the bigram's two top

@@ -18,6 +18,7 @@ import torch
 
 from specdec_lib.analysis.summary import summarize
 from specdec_lib.bench.calibrate import calibrate, calibration_seqs, ceiling
+from specdec_lib.bench.calibrate_presets import calibrate_presets, key_for
 from specdec_lib.bench.configs import (
     BASELINE_CONFIG,
     BEST_LONG,
@@ -47,6 +48,7 @@ from specdec_lib.bench.table import _print_summary, print_identity, print_table
 from specdec_lib.bench.targets import _targets
 from specdec_lib.config import SamplingConfig
 from specdec_lib.core.processors import NO_CONTROL, RepetitionControl
+from specdec_lib.drafters import presets as P
 from specdec_lib.environment import runtime
 from specdec_lib.errors import SpecdecError
 from specdec_lib.generate import Generator, fit_ids_for
@@ -270,6 +272,8 @@ class BenchSession:
     prompts: dict[int, list]
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)
     rows: dict[str, list[dict]] = field(default_factory=dict)
+    best_long: Config = BEST_LONG  # what the presets resolved to (`resolve_presets`)
+    best_short: Config = BEST_SHORT
 
     def ours(self, cfg: Config, how: Decoding = GREEDY_DECODING) -> Arm:
         """An arm of our generator with cfg's drafter and K on this session's target."""
@@ -325,6 +329,7 @@ def run_bench(
     quick: bool = False,
     groups: str | Sequence[str] = GROUP_KINDS,
     arms: str | Sequence[str] = (),
+    presets: str = "static",
     *,
     loaded: LoadedModel | None = None,
     loaded_fp32: LoadedModel | None = None,
@@ -333,12 +338,16 @@ def run_bench(
 ) -> dict[str, Any]:
     """Run the benchmark; print the table and, last, one JSON line; return that JSON's dict.
 
-    `loaded` / `loaded_fp32` / `articles` inject a preloaded target (and its float32 twin for the
-    identity check) and the held-out articles, for tests on tiny models."""
+    `presets` (`PRESET_MODES`): what `best` and `best_short` run: "auto", the calibration cached
+    for this machine and dtype, else one run now and cached (a `quick` run falls back to the
+    static table instead); "cached", the cached one else the static table; "static", the static
+    table. `loaded` / `loaded_fp32` / `articles` inject a preloaded target (and its float32 twin
+    for the identity check) and the held-out articles, for tests on tiny models."""
     out = out if out is not None else sys.stdout
     with _threads_kept():
         t_start = time.perf_counter()
         s = Settings.of(n_prompts, max_new_tokens, quick, groups, arms)
+        entries = _preset_entries(presets)
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         if loaded is None:
             loaded = load_model(target, dtype=dtype, device=device)
@@ -349,9 +358,12 @@ def run_bench(
             c: _prompts(loaded, s.n_prompts, c, seed, anchor_min, articles) for c in s.contexts
         }
         run = BenchSession(s, loaded, fit_ids_of(loaded), prompts)
-        max_k = max(*s.ks, BEST_LONG.k, BEST_SHORT.k)
+        max_k = max(*s.ks, BEST_LONG.k, BEST_SHORT.k, *(c.k for c in P.CANDIDATES))
         threads = choose_threads(loaded, max_k + 1)  # first: kernels are built per count
         warm_s = warm_kernels(loaded, max_k + 1, [c + 1 for c in s.contexts] + list(s.contexts))
+        resolved = resolve_presets(loaded, presets, entries, quick, seed)
+        run.best_long = preset_config(BEST_LONG.name, resolved["best"])
+        run.best_short = preset_config(BEST_SHORT.name, resolved["best_short"])
         if "long" in s.groups:
             _long_groups(run)
         if "short" in s.groups:
@@ -373,7 +385,12 @@ def run_bench(
         print_table(run.groups, out)
         print_strata(strata, out)
         print_identity(identity, out)
+        for r in resolved.values():
+            print(f"preset {r.line()}", file=out)
         result = _result(run, seed, threads, memory, identity, bound, targets)
+        result["presets"] = {name: r.as_dict() for name, r in resolved.items()}
+        result["machine_key"] = key_for(loaded)
+        result["cpu"] = P.cpu_kind() if loaded.device.type == "cpu" else None
         result["repetition_strata"] = strata
         result["timing_s"] = {
             "load": t_loaded - t_start,
@@ -384,6 +401,42 @@ def run_bench(
         _print_summary(targets, out, bound)
         print(json.dumps(result, sort_keys=True, allow_nan=False), file=out, flush=True)
         return result
+
+
+PRESET_MODES = ("auto", "cached", "static")
+
+
+def _preset_entries(mode: str) -> dict[str, dict[str, Any]]:
+    """The calibration cache's entries for a presets mode ({} for "static"), read before the
+    target loads: a bad mode or a broken cache is one line."""
+    if mode not in PRESET_MODES:
+        raise SpecdecError(f"--presets takes one of {', '.join(PRESET_MODES)}, got {mode!r}")
+    return {} if mode == "static" else P.read_cache()
+
+
+def resolve_presets(
+    loaded: LoadedModel,
+    mode: str,
+    entries: dict[str, dict[str, Any]],
+    quick: bool = False,
+    seed: int = 0,
+) -> dict[str, P.Resolution]:
+    """What `best` and `best_short` run in this bench (`run_bench`'s `presets`): in "auto" mode
+    a missing calibration is run now (after the threads are chosen and the kernels warm) and
+    stored in the cache."""
+    key = key_for(loaded)
+    if mode == "static":
+        return {n: P.static(n, key, "the bench was run with --presets static") for n in P.PRESETS}
+    if mode == "auto" and key not in entries and not quick:
+        record = calibrate_presets(loaded, seed=seed, warm=False)
+        P.write_cache(key, record)
+        entries = {**entries, key: record}
+    return {n: P.resolve(n, key, entries) for n in P.PRESETS}
+
+
+def preset_config(name: str, r: P.Resolution) -> Config:
+    """The bench's arm for a preset: named as the preset, running what it resolved to."""
+    return Config(name, r.spec, int(r.k or 4))
 
 
 def _fit_ids_of(articles, seed: int) -> Callable[[LoadedModel], Callable[[], list[int]]]:
@@ -413,7 +466,7 @@ def _long_groups(run: BenchSession) -> None:
             arms.append(run.hf("greedy", None))
             arms += [run.ours(cfg) for cfg in ngram_configs(ks)]
         arms += [run.hf("prompt_lookup", k) for k in (ks if sweep else hf_ks)]
-        arms.append(run.ours(BEST_LONG))
+        arms.append(run.ours(run.best_long))
         arms.append(run.ours(TREE_LONG))
         g = run.add(f"long_c{c}", arms, run.prompts[c], run.settings.long_tokens)
         if sweep:
@@ -432,7 +485,7 @@ def _short_groups(run: BenchSession) -> None:
     ks = run.settings.ks
     for c in sorted(run.settings.contexts, reverse=True):
         arms = [run.ours(BASELINE_CONFIG)]
-        arms.append(run.ours(BEST_SHORT))
+        arms.append(run.ours(run.best_short))
         arms.append(run.hf("prompt_lookup", 4 if 4 in ks else ks[0]))
         run.add(f"short_c{c}", arms, run.prompts[c], run.settings.short_tokens)
 
@@ -447,7 +500,7 @@ def _loopfree_groups(run: BenchSession) -> None:
     for how in LOOPFREE:
         arms = [run.ours(BASELINE_CONFIG, how), run.hf("greedy", None, how)]
         arms += [run.hf("prompt_lookup", k, how) for k in run.settings.ks]
-        arms += [run.ours(BEST_LONG, how), run.ours(BEST_SHORT, how)]
+        arms += [run.ours(run.best_long, how), run.ours(run.best_short, how)]
         arms += [run.ours(cfg, how) for cfg in computed if run.settings.keeps(cfg.name)]
         run.add(f"{how.tag}_c{c}", arms, run.prompts[c], run.settings.long_tokens, how)
 
@@ -463,7 +516,7 @@ def _identity_check(
     float32 twin), else a note saying why not."""
     s = run.settings
     if fp32_identity_wanted(run.loaded, loaded_fp32):
-        configs = [ngram_configs(s.ks)[-1], BEST_LONG, BEST_SHORT, TREE_LONG]
+        configs = [ngram_configs(s.ks)[-1], run.best_long, run.best_short, TREE_LONG]
         id_prompts = run.prompts[s.contexts[0]][: 1 if s.quick else 2]
         id_tokens = min(IDENTITY_TOKENS, s.long_tokens)
         control = LOOPFREE[0].control if "loopfree" in s.groups else None
@@ -503,8 +556,8 @@ def _result(
         "contexts": list(s.contexts),
         "long_tokens": s.long_tokens,
         "short_tokens": s.short_tokens,
-        "best_long": vars(BEST_LONG),
-        "best_short": vars(BEST_SHORT),
+        "best_long": vars(run.best_long),
+        "best_short": vars(run.best_short),
         "tree": vars(TREE_LONG),
         "int8w": vars(INT8W_LOOPFREE),
         "arms_kept": list(s.arms),  # `--arms`; empty: every arm ran

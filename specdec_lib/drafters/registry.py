@@ -25,8 +25,13 @@ of the target (`drafters.perturbed`): `quant:BITS[:GROUP]` (round-to-nearest wei
 fake-quant) and `noise:PERMILLE[:SEED]` (seeded weight noise).
 
 Presets name a configuration and may carry its K: `best` is the benchmark's best configuration
-for long generations, `best_short` for short ones. The CLI uses a preset's K when `--k` is not
-given; an explicit `--k` wins (and with no preset and no `--k`, K is 4).
+for long generations, `best_short` for short ones. `PRESETS` is the static table: `parse` and
+`build` map a preset through it alone, on every machine, so the study (whose agreement
+experiment names `continuation_by: best`) keeps one config hash everywhere. `generate --draft
+best` and the bench instead resolve a preset through `drafters.presets`: the configuration a
+calibration measured fastest on this CPU kind and dtype, with this table as the fallback where
+none is cached. The CLI uses the resolved configuration's K when `--k` is not given; an explicit
+`--k` wins (and with no preset and no `--k`, K is 4).
 
 `adaptive[:KSTART:KMAX]:SPEC` wraps SPEC in the adaptive-K schedule; without KSTART:KMAX its K
 starts at `DraftContext.k_start` (capped by K) and is capped by the run's K (`DraftContext.k`).
@@ -119,6 +124,8 @@ class Preset:
     about: str
 
 
+# The static table: what the study always runs for a preset, and the fallback of `generate` and
+# the bench where no calibration is cached for the machine (`drafters.presets`)
 PRESETS: dict[str, Preset] = {
     # K = 7: a chain verification of K + 1 = 8 positions fills exactly one row chunk of the
     # batch-invariant fast path (`core.fastpath.ROWS`); K = 8 pays for a second one

@@ -2,7 +2,10 @@
 `python -m specdec_lib bench`): its last line is one JSON object with every number of the run,
 and every number this module prints is read from that object (none is typed here).
 
-`read_bench(path)` parses it; `arms_table`, `ceiling_table`, `targets_table`,
+`read_bench(path)` parses it; `bench_files(directory)` reads every bench file of a profile, and
+`machines_table` says per file the CPU kind it ran on and what the presets `best` and
+`best_short` resolved to there (`drafters.presets`; a file from before the calibration ran the
+static table); `arms_table`, `ceiling_table`, `targets_table`,
 `repetition_markdown`, `tree_identity_markdown` and `provenance_markdown` turn it into the
 chapter's tables and sentences (`targets_table`, the bench's own thresholds, is for the
 command line and the tests, not the chapter); `page_markdown` is all of them in the chapter's
@@ -20,8 +23,9 @@ from typing import Any
 
 import pandas as pd
 
+from specdec_lib.drafters.presets import cpu_words
 from specdec_lib.errors import SpecdecError
-from specdec_lib.reporting.format import central, ci, md_table, num, pct
+from specdec_lib.reporting.format import central, ci, md_code, md_table, md_text, num, pct
 
 BENCH_FILE = "bench.txt"
 # the loop-free groups (greedy under a repetition penalty, sampling at T = 0.7) as a run of their
@@ -29,6 +33,10 @@ BENCH_FILE = "bench.txt"
 # chapter shows it in its own section, with its own header, never merged into one table
 LOOPFREE_FILE = "bench-loopfree.txt"
 BENCH_FILES = (BENCH_FILE, LOOPFREE_FILE)
+BENCH_GLOB = "bench*.txt"  # every bench file of a profile: one per CPU kind and set of groups
+PRESET_KEYS = {"best": "best_long", "best_short": "best_short"}  # preset -> its arm in the JSON
+# the header's CPU numbers, for a file whose JSON line predates the `cpu` field
+_HEADER_CPU = re.compile(r"family (?P<family>\d+) model (?P<model>\d+)")
 # the header's date and machine: "... on 2026-12-06 at commit abc1234, <machine>, bfloat16, ..."
 _RUN = re.compile(
     r" on (?P<date>\d{4}-\d{2}-\d{2}) at commit \w+, (?P<machine>.+?), "
@@ -285,6 +293,119 @@ def bench_machine(bench: dict[str, Any]) -> str:
     else its device as the JSON says."""
     m = _RUN.search(str(bench.get("_header", "")))
     return m.group("machine") if m else str(bench.get("device", "an unrecorded machine"))
+
+
+def bench_cpu(bench: dict[str, Any]) -> dict[str, Any] | None:
+    """The CPU kind a bench ran on, machine-readable: the JSON line's `cpu` field (in a file
+    written before the bench recorded it, the header's family and model numbers and its words,
+    marked `from_header`); else the numbers the header names; None on a GPU or where neither
+    says."""
+    cpu = bench.get("cpu")
+    if isinstance(cpu, dict):
+        return cpu
+    m = _HEADER_CPU.search(str(bench.get("_header", "")))
+    if m is None or str(bench.get("device", "cpu")) != "cpu":
+        return None
+    return {"family": int(m["family"]), "model": int(m["model"]), "from_header": True}
+
+
+def cpu_text(bench: dict[str, Any]) -> str:
+    """The CPU kind in words, from `bench_cpu` (the header's machine where the JSON has no
+    `cpu` field), else the device."""
+    cpu = bench_cpu(bench)
+    if cpu is None:
+        return str(bench.get("device", "an unrecorded machine"))
+    if cpu.get("from_header"):
+        return str(cpu.get("words") or bench_machine(bench))
+    return cpu_words(cpu)
+
+
+def preset_resolution(bench: dict[str, Any], preset: str) -> dict[str, Any]:
+    """What a preset ran in a bench: the JSON's `presets` entry, or for a file written before
+    presets were resolved per machine, its `best_long` / `best_short` arm from the static
+    table."""
+    got = (bench.get("presets") or {}).get(preset)
+    if isinstance(got, dict):
+        return got
+    arm = bench.get(PRESET_KEYS[preset]) or {}
+    return {
+        "draft": arm.get("draft"),
+        "k": arm.get("k"),
+        "source": "fallback",
+        "why": "static table (the file predates the calibration)",
+    }
+
+
+def _preset_cell(bench: dict[str, Any], preset: str) -> str:
+    r = preset_resolution(bench, preset)
+    if not r.get("draft"):
+        return "-"
+    k = f", K = {r['k']}" if r.get("k") is not None else ""
+    source = "calibration" if r.get("source") == "calibration" else "static table"
+    cal = r.get("calibration") or {}
+    chosen = cal.get("chosen") or {}
+    if source == "calibration" and chosen.get("speedup") is not None:
+        source += f": {num(chosen['speedup'], 2, 'x')} over our baseline, n={cal.get('n_prompts')}"
+    return f"{md_code(r['draft'])}{k} ({source})"
+
+
+def _best_speedup(bench: dict[str, Any], preset: str) -> str:
+    """The preset's arm's speedup over our baseline in the bench, per group of the preset's
+    length where it ran (the loop-free groups' too: their names say their decoding)."""
+    arm = (bench.get(PRESET_KEYS[preset]) or {}).get("name", preset)
+    cells = [
+        f"{md_code(gname)} {ci(g['arms'][arm].get('speedup'), 2, suffix='x')}"
+        for gname, g in (bench.get("groups") or {}).items()
+        if arm in (g.get("arms") or {}) and g.get("max_new_tokens") == max_tokens(bench, preset)
+    ]
+    return "; ".join(cells) or "-"
+
+
+def max_tokens(bench: dict[str, Any], preset: str) -> Any:
+    """The continuation length a preset is chosen for in this bench."""
+    return bench.get("long_tokens") if preset == "best" else bench.get("short_tokens")
+
+
+def bench_files(directory: Path) -> dict[str, dict[str, Any]]:
+    """Every bench file of a profile's directory (`BENCH_GLOB`), by name, read."""
+    return {p.name: read_bench(p) for p in sorted(Path(directory).glob(BENCH_GLOB))}
+
+
+def machines_table(benches: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """Per bench file: the CPU kind and dtype it ran in, its groups, what `best` and
+    `best_short` resolved to there (and from what) and their speedups over our baseline in the
+    run's groups of their length. Every value is the file's, escaped."""
+    rows = []
+    for file, b in benches.items():
+        rows.append(
+            {
+                "file": md_code(file),
+                "CPU kind": md_text(cpu_text(b)),
+                "dtype": md_text(b.get("dtype")),
+                "groups": ", ".join(
+                    md_code(g) for g in b.get("groups_run") or b.get("groups") or []
+                ),
+                "best": _preset_cell(b, "best"),
+                "best x our baseline": _best_speedup(b, "best"),
+                "best_short": _preset_cell(b, "best_short"),
+                "best_short x our baseline": _best_speedup(b, "best_short"),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def machines_markdown(benches: dict[str, dict[str, Any]]) -> str:
+    """One line per CPU kind and dtype that ran the bench (the files that ran there in
+    brackets): what `best` and `best_short` ran there and from what. The speedups are in each
+    file's own tables."""
+    kinds: dict[tuple[str, ...], list[str]] = {}
+    for file, b in benches.items():
+        said = ", ".join(f"{md_code(p)} ran {_preset_cell(b, p)}" for p in PRESET_KEYS)
+        kinds.setdefault((md_text(cpu_text(b)), md_text(b.get("dtype")), said), []).append(file)
+    return "\n".join(
+        f"- {cpu}, {dtype} ({', '.join(md_code(f) for f in files)}): {said}"
+        for (cpu, dtype, said), files in kinds.items()
+    )
 
 
 def bench_date(bench: dict[str, Any]) -> str | None:

@@ -47,6 +47,17 @@ def skip_or_fail(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_machine_presets(tmp_path_factory):
+    """The suite never reads this machine's preset calibration (`drafters.presets`): a user's
+    cached `best` would change what a test's `--draft best` runs. Tests that want one write
+    their own file and point $SPECDEC_PRESETS at it."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("SPECDEC_PRESETS", str(tmp_path_factory.mktemp("presets") / "presets.json"))
+    yield
+    mp.undo()
+
+
 VOCAB = 96  # tiny Gemma vocabulary
 WINDOW = 4  # sliding window of the tiny Gemma models
 FAKE_VOCAB = 6  # small, so that multi-token continuations can be enumerated and binned

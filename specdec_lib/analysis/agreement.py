@@ -107,6 +107,7 @@ class AgreementConfig(_AgreementConfigKeys, total=False):
     """04's agreement's config (timing-free: documents, not timed prompts)."""
 
     primary: str  # absent from results configured before it was recorded
+    continuation_batch: int  # only when > 1: plain greedy continuations, B documents a forward
 
 
 def _implied(a: np.ndarray, k: int) -> np.ndarray:

@@ -20,6 +20,8 @@ from collections.abc import Collection, Sequence
 import torch
 from transformers import DynamicCache
 
+from specdec_lib.core.sampling import argmax_rows
+
 
 def left_pad(prompts: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(ids, mask), both (B, L) with L the longest prompt: each prompt right-aligned after
@@ -71,7 +73,7 @@ def greedy_batch(
             use_cache=True,
             logits_to_keep=1,  # the last position's logits only: (B, 1, V), not (B, L, V)
         ).logits  # (B, 1, V)
-        nxt = logits[:, -1, :].argmax(-1)  # (B,)
+        nxt = argmax_rows(logits[:, -1, :])  # (B,)
         nxt = torch.where(done, torch.full_like(nxt, pad_id), nxt)
         for row, (tok, finished) in enumerate(zip(nxt.tolist(), done.tolist(), strict=True)):
             if not finished:

@@ -27,7 +27,7 @@ import torch
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.draft import Draft, Drafter
 from specdec_lib.core.processors import NO_CONTROL, RepetitionControl
-from specdec_lib.core.sampling import logits_to_probs, sample
+from specdec_lib.core.sampling import argmax_rows, logits_to_probs, sample
 from specdec_lib.drafters.registry import DraftContext
 
 
@@ -51,7 +51,7 @@ def choose(
             logits, token_map = full, None
         logits = control.process(logits, prefix or [])
     if sampling.greedy:
-        row = int(logits[0].argmax())
+        row = int(argmax_rows(logits)[0])
         return (int(token_map[row]) if token_map is not None else row), None
     probs = logits_to_probs(logits, sampling)[0]  # [V_head]
     row = sample(probs, generator)
@@ -149,7 +149,7 @@ class ModelDrafter(Drafter):
                 logits = model(input_ids=fed, use_cache=False).logits  # [1, n, V]
             logits = logits[0] if vsize is None else logits[0, :, :vsize]
             check_finite(logits, self.lm.dtype)  # NaN would argmax to a token silently
-            best = logits.argmax(-1)
+            best = argmax_rows(logits)
             return (tmap[best] if tmap is not None else best).tolist()
 
         return predict

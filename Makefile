@@ -35,7 +35,7 @@ endif
 FORCE ?= 0
 # BOOK=0: evaluate runs the notebooks only (CI's smoke-pair batch)
 BOOK ?= 1
-# FORCE is read as runner/context.py's parse_flag reads it (any case): anything else is refused
+# FORCE is read as runner/session.py's parse_flag reads it (any case): anything else is refused
 # in one line before any target runs (`make evaluate FORCE=maybe` must not quietly mean 0)
 FORCE_LC := $(shell printf '%s' '$(subst ','',$(FORCE))' | tr A-Z a-z)
 FORCE_BAD := $(or $(filter-out 1 true yes on 0 false no off,$(FORCE_LC)),$(filter-out 0 1,$(words $(FORCE))))
@@ -46,15 +46,16 @@ FORCE_PY := $(if $(filter 1 true yes on,$(FORCE_LC)),True,False)
 # the committed embedded results must be complete: no placeholder pages
 BOOK_FLAGS ?= $(if $(filter embedded,$(PROFILE)),--strict,)
 
-# W&B: offline (local files) unless WANDB_API_KEY is set (specdec_lib/environment/tracking.py decides; make
+# W&B: offline (local files) unless WANDB_API_KEY is set (specdec_study/environment/tracking.py decides; make
 # passes WANDB_MODE through untouched); WANDB_MODE=disabled turns it off.
 export TOKENIZERS_PARALLELISM ?= false
 # progress bars (in the executed notebooks too): one update every 10 s at most
 export TQDM_MININTERVAL ?= 10
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH),)
 
-# the one list of notebooks (specdec_lib/results/catalog.py; stdlib only, runs before setup)
-NOTEBOOKS := $(shell PYTHONPATH=$(CURDIR) $(PYTHON) -m specdec_lib.results.catalog)
+# the one list of notebooks (specdec_study/results/catalog.py), read when a batch starts by the
+# environment's python (the declarations it imports need numpy and scipy, installed by setup)
+NOTEBOOKS = $(shell PYTHONPATH=$(CURDIR) $(PY) -m specdec_study.results.catalog)
 OUT_NB := $(RESULTS_DIR)/$(PROFILE)/notebooks
 
 .PHONY: setup download evaluate _evaluate-locked book test lint notebooks clean-smoke gpu-check \
@@ -74,33 +75,33 @@ $(STAMP): requirements.txt requirements-lock.txt
 	touch $@
 
 download: setup
-	$(PY) -m specdec_lib.study download
+	$(PY) -m specdec_study.study download
 
 # One batch per results folder: a second `make evaluate` for the same RESULTS_DIR/PROFILE is
-# refused in one line while the first runs (specdec_lib/environment/batch.py holds the lock). The
+# refused in one line while the first runs (specdec_study/environment/batch.py holds the lock). The
 # profile is checked first: a bad one is one line, before any folder or notebook exists.
 evaluate: setup
-	@$(PY) -m specdec_lib.environment.profiles $(PROFILE)
+	@$(PY) -m specdec_study.environment.profiles $(PROFILE)
 	@mkdir -p $(OUT_NB)
-	@$(PY) -m specdec_lib.environment.batch $(RESULTS_DIR)/$(PROFILE) -- \
+	@$(PY) -m specdec_study.environment.batch $(RESULTS_DIR)/$(PROFILE) -- \
 	  $(MAKE) --no-print-directory _evaluate-locked
 
-# each executed notebook is scrubbed (specdec_lib/environment/scrub.py) before it may be committed:
+# each executed notebook is scrubbed (specdec_study/environment/scrub.py) before it may be committed:
 # no progress bars, no warnings, no local absolute paths in its outputs. Unless forced, a notebook
 # whose every result would be reused and whose executed copy shows them is kept as it is, not
-# executed again (specdec_lib/runner/keep.py): a batch on unchanged inputs rewrites no file.
+# executed again (specdec_study/runner/keep.py): a batch on unchanged inputs rewrites no file.
 _evaluate-locked:
 	@start=$$(date +%s); \
 	export SPECDEC_BATCH="$${SPECDEC_BATCH:-$(PROFILE)-$$(date -u +%Y%m%dT%H%M%SZ)}"; \
 	echo "== batch $$SPECDEC_BATCH (the W&B group of its runs)"; \
 	for nb in $(NOTEBOOKS); do \
 	  echo "== $$nb ($(PROFILE))"; \
-	  if [ "$(FORCE_PY)" = False ] && $(PY) -m specdec_lib.runner.keep $$nb $(OUT_NB)/$$nb.ipynb \
+	  if [ "$(FORCE_PY)" = False ] && $(PY) -m specdec_study.runner.keep $$nb $(OUT_NB)/$$nb.ipynb \
 	    --profile $(PROFILE) --results-dir $(RESULTS_DIR); then continue; fi; \
 	  $(VENV)/bin/papermill notebooks/$$nb.ipynb $(OUT_NB)/$$nb.ipynb -k $(KERNEL) --cwd . \
 	    -p profile $(PROFILE) -p results_dir $(RESULTS_DIR) -p force $(FORCE_PY) \
 	    --log-output --no-progress-bar || exit 1; \
-	  $(PY) -m specdec_lib.environment.scrub $(OUT_NB)/$$nb.ipynb || exit 1; \
+	  $(PY) -m specdec_study.environment.scrub $(OUT_NB)/$$nb.ipynb || exit 1; \
 	done; \
 	echo "== notebooks done in $$(( $$(date +%s) - start )) s"
 	$(if $(filter 1,$(BOOK)),$(MAKE) --no-print-directory book,@echo "== book skipped (BOOK=$(BOOK))")
@@ -122,10 +123,10 @@ MUTATION_VERIFY_TESTS ?= tests/test_verify.py -x -q -m "not slow"
 MUTATION_DECODE_TESTS ?= tests/test_decode.py -x -q -m "not slow" \
   -k "not rollback_across_sliding_window and not float32 and not vocab and not self_"
 mutation: setup
-	$(MUTATE) specdec_lib/analysis/rules.py -- tests/test_rules.py tests/test_classify.py \
+	$(MUTATE) specdec_study/analysis/rules.py -- tests/test_rules.py tests/test_classify.py \
 	  -x -q --noconftest
-	$(MUTATE) specdec_lib/analysis/changes.py -- tests/test_changes.py -x -q --noconftest
-	$(MUTATE) specdec_lib/analysis/stats.py -- $(MUTATION_STATS_TESTS)
+	$(MUTATE) specdec_study/analysis/changes.py -- tests/test_changes.py -x -q --noconftest
+	$(MUTATE) specdec_study/analysis/stats.py -- $(MUTATION_STATS_TESTS)
 	$(MUTATE) specdec_lib/core/verify.py -- $(MUTATION_VERIFY_TESTS)
 	$(MUTATE) specdec_lib/core/decode.py -- $(MUTATION_DECODE_TESTS)
 
@@ -156,5 +157,5 @@ colab-pip-check: setup
 	rm -rf $(COLAB_SEEDED) && $(PY) tests/colab_seeded.py $(COLAB_SEEDED)
 
 gpu-check: setup
-	WANDB_MODE=disabled timeout 300 $(PY) -m specdec_lib.environment.gpu_check \
+	WANDB_MODE=disabled timeout 300 $(PY) -m specdec_study.environment.gpu_check \
 	  --out $(RESULTS_DIR)/gpu-check/report.json

@@ -7,7 +7,7 @@
    never re-executed) or, when that notebook does not exist, a placeholder page saying the
    experiment has not been run for this profile. The staging folder is gitignored.
 2. Environment: SPECDEC_BOOK_PROFILE and SPECDEC_RESULTS tell the chapter pages (which read
-   result files through `specdec_lib.report`) what to show; PYTHONPATH gets the repository root;
+   result files through `specdec_study.pages`) what to show; PYTHONPATH gets the repository root;
    a private Jupyter kernelspec named `specdec` that runs *this* Python is put first on
    JUPYTER_PATH, so the chapter pages execute with this interpreter on any fresh clone (nothing is
    installed into the environment, and a stale user-level `specdec` kernel cannot shadow it).
@@ -22,7 +22,7 @@
    import into it is refused while a build reads it, and a build waits for an import under way.
 
 Refused always (exit 2, one line, before anything is built): a result directory of the profile
-that exists but is damaged (`specdec_lib.results.schema.result_problem`: a file missing, a `{}`
+that exists but is damaged (`specdec_study.results.schema.result_problem`: a file missing, a `{}`
 summary, a config that is not an object, a CSV without rows), and an executed notebook that
 papermill marked as failed or never finished (an error output, a failed or unfinished cell):
 neither is ever rendered. An executed notebook that cannot be read (cut short) is said in one
@@ -52,9 +52,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python book/build.py` from anywhere
     sys.path.insert(0, str(ROOT))
 
-from specdec_lib.environment.batch import run_group  # noqa: E402
-from specdec_lib.report import EXPERIMENTS, damaged_results  # noqa: E402
-from specdec_lib.results.locks import reading  # noqa: E402
+from specdec_study.environment.batch import run_group  # noqa: E402
+from specdec_study.pages import EXPERIMENTS, damaged_results  # noqa: E402
+from specdec_study.results.locks import reading  # noqa: E402
 
 STAGING = Path("book") / "experiments"
 BOOK_SOURCES = ("_config.yml", "_toc.yml", "book")
@@ -201,8 +201,8 @@ def stage_claims(profile: str, results: Path, dest: Path) -> None:
     table; the reproducibility chapter links it). Nothing when the profile has no results."""
     import pandas as pd
 
-    from specdec_lib.reporting.claims import claims, claims_json
-    from specdec_lib.results.read import load_results
+    from specdec_study.reporting.claims import claims, claims_json
+    from specdec_study.results.read import load_results
 
     p = load_results(profile, results)
     if p.empty:
@@ -214,11 +214,12 @@ def stage_claims(profile: str, results: Path, dest: Path) -> None:
 def stage_files(profile_dir: Path, dest: Path) -> None:
     """Copy each experiment's CSV/JSON result files to dest/<experiment>/ (the reproducibility
     chapter links them, so a reader gets the exact files the book was built from). Hidden
-    folders are not results: `.<experiment>.*` is one being published by a batch that runs now."""
+    folders are not results: `.<experiment>.*` is one being published by a batch that runs now;
+    nor is a folder without rows (a bench run: the performance chapter names its own)."""
     if not profile_dir.is_dir():
         return
     published = (p for p in profile_dir.iterdir() if not p.name.startswith("."))
-    for d in sorted(p for p in published if (p / "summary.json").is_file()):
+    for d in sorted(p for p in published if (p / "per_prompt.csv").is_file()):
         for f in sorted(d.iterdir()):
             if f.is_file() and f.suffix in (".csv", ".json"):
                 (dest / d.name).mkdir(parents=True, exist_ok=True)

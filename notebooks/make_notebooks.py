@@ -6,12 +6,12 @@
 Every notebook: a Colab badge, a Colab-only setup cell (clone the commit
 the notebooks were generated from, read HF_TOKEN and WANDB_API_KEY
 from Colab's secrets without printing them, install what a run needs without replacing Colab's
-torch: `specdec_lib/environment/colab.py`), one cell tagged `parameters` with typed literals
+torch: `specdec_study/environment/colab.py`), one cell tagged `parameters` with typed literals
 only (papermill; `profile = "auto"` is resolved by `study.setup`), a cell that derives the
 run from the profile and prints its estimated time (`study.print_estimate`), then one cell per
-experiment calling into `specdec_lib.study`, which writes the result files (see
-results/SCHEMA.md). Titles, texts and calls are the declarations' (`specdec_lib/results/catalog.py`
-and each experiment's analysis module).
+experiment calling into `specdec_study.study`, which writes the result files (see
+results/SCHEMA.md). Titles, texts and calls are the declarations'
+(`specdec_study/results/catalog.py` and each experiment's analysis module).
 The notebooks are committed without outputs.
 """
 
@@ -27,8 +27,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from specdec_lib.results import catalog  # noqa: E402
-from specdec_lib.results.declare import load  # noqa: E402
+from specdec_study.results import catalog  # noqa: E402
 
 CONFIG = HERE.parent / "_config.yml"
 
@@ -94,7 +93,7 @@ def colab_setup(commit: str, quick: bool = False) -> str:
 # copy HF_TOKEN and WANDB_API_KEY from Colab's secrets (never printed), stop if "auto" finds no
 # GPU, check the token's access to every gated model the profile loads, mount Drive for the
 # results, and install only what Colab lacks, keeping its torch, numpy and pandas
-# (specdec_lib/environment/colab.py). It stops "Run all" when the runtime must be restarted.
+# (specdec_study/environment/colab.py). It stops "Run all" when the runtime must be restarted.
 import os
 import subprocess
 import sys
@@ -121,7 +120,7 @@ if "google.colab" in sys.modules:
     git("-C", home, "checkout", "--detach", "FETCH_HEAD")
     os.chdir(home)
     sys.path.insert(0, home)
-    from specdec_lib.environment import colab
+    from specdec_study.environment import colab
 
     colab.prepare(profile, results_dir, quick={quick})
 """
@@ -149,7 +148,7 @@ while not (root / "specdec_lib").is_dir() and root != root.parent:
     root = root.parent
 sys.path.insert(0, str(root))
 
-from specdec_lib import study  # noqa: E402
+from specdec_study import study  # noqa: E402
 
 study_run = study.setup(
     profile,
@@ -192,7 +191,7 @@ def badge(name: str) -> str:
 
 def names_literal(notebook: catalog.Notebook) -> str:
     """The notebook's experiment names as a tuple literal, as ruff formats it."""
-    names = [f'"{load(r).name}"' for r in notebook.experiments]
+    names = [f'"{e.name}"' for e in notebook.experiments]
     return "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
 
 
@@ -242,8 +241,7 @@ def build(notebook: catalog.Notebook, commit: str = "") -> nbformat.NotebookNode
             .rstrip("\n")
         ),
     ]
-    for ref in notebook.experiments:
-        e = load(ref)
+    for e in notebook.experiments:
         cells.append(
             new_code_cell(f'result = {e.call}\nstudy.display_result(study_run, "{e.name}")')
         )

@@ -230,7 +230,7 @@ SLACK = 2  # px of rounding
 # the smallest text of a figure, as the page shows it: 12 px (9 pt) at a desktop width, 9 px on
 # a phone (the column is 327 px there: a figure MAX_WIDTH wide is shown at 0.55 of its size)
 READABLE_PX = {DESKTOP: 12.0, PHONE: 9.0}
-FONT_PX_KEY = "specdec-min-font-px"  # what specdec_lib.reporting.figures.style records in a PNG
+FONT_PX_KEY = "specdec-min-font-px"  # what specdec_study.reporting.figures.style records in a PNG
 SCROLLS = ("auto", "scroll")
 PATH_LIKE = re.compile(r"(^|/)[\w.-]+\.(png|jpe?g|gif|svg|webp)$|^\.{0,2}/|^_images/", re.I)
 
@@ -257,7 +257,7 @@ def layout_problems(r: dict, root: Path) -> list[str]:
     than the screen; content cut off by a box that clips it; at a desktop width a table wider
     than its box (a hidden column), on a phone one that does not scroll in its own box; an image
     wider than the screen, whose alt text is empty or a file path, or whose smallest text
-    (recorded in the PNG by specdec_lib.reporting.figures.style) renders too small."""
+    (recorded in the PNG by specdec_study.reporting.figures.style) renders too small."""
     page, width = r.get("page"), r.get("width")
     if "error" in r:
         return [f"{page} at {width}: {r['error']}"]

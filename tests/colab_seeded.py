@@ -11,7 +11,7 @@ Then, in that environment, with numpy and pandas imported first (as Colab's kern
 `colab.install(target)` runs pip: it fails (exit 1, one line each) on a changed package Colab
 holds or imports at start-up, on anything changed that requirements-colab.txt does not name, on
 a pip dependency conflict that names a package the project imports, on the cell's own restart
-stop, and on an import error of the project (`specdec_lib.study` and the Gemma 3 classes).
+stop, and on an import error of the project (`specdec_study.study` and the Gemma 3 classes).
 
 Needs the network and a few minutes (about 400 MB of wheels); not part of pytest. Python is this
 machine's (Colab's is 3.13: wheels and markers of another Python may differ). Knows nothing about
@@ -31,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from specdec_lib.environment import colab  # noqa: E402
+from specdec_study.environment import colab  # noqa: E402
 
 FREEZE = ROOT / "tests" / "data" / "colab-freeze.txt"
 # what Colab's kernel imports at start-up that pip can install here (google-colab cannot be)
@@ -39,7 +39,8 @@ STARTUP = ["ipykernel", "ipython", "tornado", "pyzmq", "traitlets", "requests", 
 # the project's imports (a conflict naming one of these fails the check)
 PROJECT = {
     "torch", "transformers", "accelerate", "huggingface-hub", "tokenizers", "safetensors",
-    "numpy", "scipy", "pandas", "pyyaml", "tqdm", "matplotlib", "seaborn", "wandb", "filelock",
+    "numpy", "scipy", "pandas", "pyyaml", "pydantic", "tqdm", "matplotlib", "seaborn", "wandb",
+    "filelock",
 }  # fmt: skip
 
 
@@ -92,11 +93,11 @@ INSTALL = """
 import sys
 sys.path.insert(0, {root!r})
 import numpy, pandas  # imported at start-up, as in Colab's kernel
-from specdec_lib.environment import colab
+from specdec_study.environment import colab
 colab.install("google/gemma-3-4b-pt")
 """
 IMPORTS = (
-    "import sys; sys.path.insert(0, {root!r}); import specdec_lib.study; "
+    "import sys; sys.path.insert(0, {root!r}); import specdec_study.study; "
     "from transformers import Gemma3ForCausalLM, Gemma3ForConditionalGeneration; "
     "print('imports ok')"
 )

@@ -28,7 +28,7 @@ from transformers import Gemma3ForCausalLM
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import Generation, speculative_decode
 from specdec_lib.core.draft import Draft, Drafter
-from specdec_lib.runner.tiny import text_config
+from specdec_study.runner.tiny import text_config
 
 # .ci/run sets it: there a missing test dependency (Chromium, the embedded model's package) is a
 # failure, not a skip, so that CI cannot go green without running those tests.
@@ -374,7 +374,7 @@ def run_smoke_batch(results: Path, profile: str = "smoke") -> None:
     """Every notebook on a tiny profile with papermill, into results/<profile>/notebooks."""
     import papermill as pm
 
-    from specdec_lib.report import NOTEBOOKS
+    from specdec_study.pages import NOTEBOOKS
 
     out = results / profile / "notebooks"
     out.mkdir(parents=True, exist_ok=True)

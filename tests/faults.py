@@ -16,7 +16,7 @@ Fault i of seed s is kind KINDS[i % len(KINDS)], its parameters drawn from Rando
   new one, never neither), and an import run again completes and leaves nothing behind.
 After each fault: no result folder is half-written (every folder present passes the schema
 check), the rerun's results equal the reference run's in every deterministic column
-(results.reproduce), no temporary folder or checkpoint is left, no process of the worker's group
+(results.reproduction), no temporary folder or checkpoint is left, no process of the worker's group
 is left, and the planted HF_TOKEN / WANDB_API_KEY appear in no file (results, W&B, logs).
 
     python tests/faults.py --faults 4 --seed 1          # CI's sample (under a minute)
@@ -47,8 +47,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from specdec_lib.results.reproduce import DETERMINISTIC, KEY_COLUMNS  # noqa: E402
-from specdec_lib.results.schema import result_problem  # noqa: E402
+from specdec_study.results.reproduction import DETERMINISTIC, KEY_COLUMNS  # noqa: E402
+from specdec_study.results.schema import result_problem  # noqa: E402
 
 PROFILE = "smoke"
 CALLS = {
@@ -66,7 +66,7 @@ PLANTED = {
 }
 WORKER = f"""
 import sys
-from specdec_lib import study
+from specdec_study import study
 S = study.setup({PROFILE!r}, results_dir=sys.argv[1])
 calls = {CALLS!r}
 for name in sys.argv[2].split(","):
@@ -98,7 +98,7 @@ def base_env() -> dict[str, str]:
 def rerun(results: Path, log: Path) -> None:
     """The batch in this process (the rerun after a fault): reuses what is whole; its output
     goes to the log."""
-    from specdec_lib import study
+    from specdec_study import study
 
     with open(log, "a", encoding="utf-8") as f, contextlib.redirect_stdout(f):
         with contextlib.redirect_stderr(f):
@@ -393,7 +393,7 @@ def wandb_fault(results, log, reference, times, rng) -> Outcome:
 
 def import_fault(results, log, reference, times, rng) -> Outcome:
     """Kill an import of the reference results' bundle over the results at a random point."""
-    from specdec_lib.results.bundle import write_bundle
+    from specdec_study.results.bundle import write_bundle
 
     zipped = write_bundle(results.parent / "reference" / PROFILE, results.parent / "bundle.zip")
     cmd = [sys.executable, "-m", "specdec_lib", "import-bundle", str(zipped), "--replace"]

@@ -23,7 +23,7 @@ import or a fixture's setup reached it, and none when no test did (it survives, 
 it"): a test that never runs the changed line behaves the same with the mutant. `--all-tests`
 runs every test against every mutant instead.
 
-    python tests/mutation.py specdec_lib/analysis/rules.py -- tests/test_rules.py -x -q
+    python tests/mutation.py specdec_study/analysis/rules.py -- tests/test_rules.py -x -q
     python tests/mutation.py MODULE --sample 10 --seed 0 -- PYTEST_ARGS...   # a random 10
     python tests/mutation.py MODULE --list                                   # mutants only
 

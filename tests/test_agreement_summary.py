@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from specdec_lib.analysis.agreement import agreement_summary
+from specdec_study.analysis.agreement import agreement_summary
 
 
 def row(draft: str, doc: int, context: int, agreement: float) -> dict:

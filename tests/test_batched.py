@@ -11,14 +11,14 @@ import json
 import pytest
 import torch
 
-from specdec_lib import study
 from specdec_lib.core.batched import greedy_batch, greedy_continuations, left_pad
 from specdec_lib.data import article_token_ids
 from specdec_lib.errors import SpecdecError
-from specdec_lib.runner import agreement as agreement_runner
-from specdec_lib.runner.agreement import agreement_config
-from specdec_lib.runner.context import load_target
-from specdec_lib.runner.prompts import eval_articles
+from specdec_study import study
+from specdec_study.runner import agreement as agreement_runner
+from specdec_study.runner.agreement import agreement_config
+from specdec_study.runner.prompts import eval_articles
+from specdec_study.runner.session import load_target
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 LENGTHS = (3, 17, 40, 9, 28)  # ragged prompts, the longest not first

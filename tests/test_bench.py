@@ -12,16 +12,19 @@ import pytest
 import torch
 from conftest import tiny_gemma
 
-from specdec_lib.bench.configs import all_configs
-from specdec_lib.bench.run import run_bench
 from specdec_lib.config import SamplingConfig, SpecConfig
-from specdec_lib.core.cache import CachedLM, packing_available
+from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import autoregressive_decode
+from specdec_lib.core.fastpath import packing_available
 from specdec_lib.data import Article
+from specdec_lib.drafters.presets import cpu_words
 from specdec_lib.drafters.self_draft import early_exit_model
 from specdec_lib.errors import SpecdecError
-from specdec_lib.measure.peers import HFGenerator, hf_generate
+from specdec_lib.measure.huggingface import HFGenerator, hf_generate
 from specdec_lib.models import LoadedModel
+from specdec_study.bench.configs import all_configs
+from specdec_study.bench.run import run_bench
+from specdec_study.reporting import performance as perf
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -246,7 +249,7 @@ def articles() -> list[Article]:
     return held_out[:12]
 
 
-def test_bench_quick_prints_a_table_and_one_json_line_last():
+def test_bench_quick_prints_a_table_and_one_json_line_last_and_writes_its_folder(tmp_path):
     loaded = loaded_tiny(torch.bfloat16, n_layers=4, seed=0)
     twin = loaded_tiny(torch.float32, n_layers=4, seed=0)
     out = io.StringIO()
@@ -258,11 +261,23 @@ def test_bench_quick_prints_a_table_and_one_json_line_last():
         loaded_fp32=twin,
         articles=articles(),
         out=out,
+        result_dir=tmp_path / "smoke" / "bench",
     )
     lines = out.getvalue().strip().splitlines()
     assert lines[0].startswith("group")
     last = json.loads(lines[-1])
     assert last == json.loads(json.dumps(result))
+    folder = perf.read_bench(tmp_path / "smoke" / "bench")  # the folder: the same numbers
+    assert {k: v for k, v in folder.items() if k != "_header"} == last
+    log = (tmp_path / "smoke" / "bench" / "bench.log").read_text(encoding="utf-8")
+    assert log == f"# {folder['_header']}\n" + "\n".join(lines[:-1]) + "\n"
+    assert folder["_header"].startswith("`python -m specdec_lib bench --target tiny --groups ")
+    assert perf.bench_machine(folder) == f"{last['cpu']['cores']}-core {cpu_words(last['cpu'])}"
+    config = json.loads((tmp_path / "smoke" / "bench" / "config.json").read_text())
+    assert (config["quick"], config["n_prompts"], config["ks"]) == (True, 2, last["ks"])
+    env = json.loads((tmp_path / "smoke" / "bench" / "env.json").read_text())
+    assert env["dtype"] == "bfloat16" and env["machine_key"] == last["machine_key"]
+    assert env["torch"] == torch.__version__ and env["date"] == perf.bench_date(folder)
     assert last["quick"] is True and last["n_prompts"] == 2
     long = last["groups"]["long_c20"]["arms"]
     assert {"baseline", "hf_greedy", "ngram_k4", "hf_prompt_lookup_k4", "best", "tree"} <= set(long)
@@ -352,7 +367,7 @@ def test_wide_float32_weights_multiply_several_rows_as_w_times_x_transposed():
 def test_bench_loads_no_float32_twin_of_the_target_on_a_gpu():
     from types import SimpleNamespace
 
-    from specdec_lib.bench.run import fp32_identity_wanted
+    from specdec_study.bench.run import fp32_identity_wanted
 
     def loaded(dtype, device):
         return SimpleNamespace(dtype=dtype, device=torch.device(device))
@@ -367,7 +382,7 @@ def test_bench_loads_no_float32_twin_of_the_target_on_a_gpu():
 
 
 def test_fitted_acceptance_is_accepted_over_positions_reached():
-    from specdec_lib.bench.calibrate import fitted_acceptance
+    from specdec_study.bench.calibrate import fitted_acceptance
 
     # calls (accepted, proposed): (2, 4) reached 3, (4, 4) reached 4, (0, 3) reached 1, (0, 0) none
     assert fitted_acceptance([2, 4, 0, 0], [4, 4, 3, 0]) == pytest.approx(6 / 8)
@@ -396,7 +411,7 @@ def _rows(
 def test_measured_over_predicted_can_fail_where_the_accounting_identity_cannot():
     """The same run against two calibrations: costs that match the run give agreement, costs
     timed 3x cheaper give a prediction 3x too high; the accounting identity is 1 either way."""
-    from specdec_lib.bench.calibrate import _decode_prediction
+    from specdec_study.bench.calibrate import _decode_prediction
 
     # baseline: 10 tokens in 1 s (0.1 s a step); the arm: every call of 4 drafts accepts 1
     # (2 tokens a call, 5 calls), each call 0.1 s of draft + verification: 2x faster
@@ -416,7 +431,7 @@ def test_measured_over_predicted_can_fail_where_the_accounting_identity_cannot()
 
 
 def test_thread_choice_alternates_and_keeps_each_counts_fastest(monkeypatch):
-    from specdec_lib.environment import runtime
+    from specdec_study.environment import runtime
 
     seen: list[int] = []
     set_threads = torch.set_num_threads
@@ -443,7 +458,7 @@ def test_thread_probe_keeps_the_fastest_step_of_each_count(monkeypatch):
     mean (0.5, 0.375), or the counts' timings swapped."""
     from types import SimpleNamespace
 
-    from specdec_lib.environment import runtime
+    from specdec_study.environment import runtime
 
     steps = [0.5, 0.3, 0.2, 0.4, 0.1, 0.6, 0.9, 0.25, 0.7, 0.8, 0.15, 0.3]
     ticks: list[float] = []
@@ -469,7 +484,7 @@ def test_thread_probe_times_the_verification_after_the_steps_of_each_count(monke
     or a count's verification timed under the other count."""
     from types import SimpleNamespace
 
-    from specdec_lib.environment import runtime
+    from specdec_study.environment import runtime
 
     durations = [0.5, 0.4, 2.0, 1.5, 0.6, 0.7, 1.2, 1.1, 0.3, 0.9, 1.8, 2.5, 0.8, 0.2, 0.9, 1.3]
     ticks: list[float] = []
@@ -505,7 +520,7 @@ def test_thread_choice_follows_the_verification_when_the_steps_tie(monkeypatch, 
     and 20 ms with two (and the other way round): the cheaper step + verification wins, and
     every figure is recorded. Catches: the choice made on the steps alone (1 thread on the tie,
     what the probe did before it timed a verification), the sum's terms dropped or swapped."""
-    from specdec_lib.environment import runtime
+    from specdec_study.environment import runtime
 
     monkeypatch.delenv("SPECDEC_THREADS", raising=False)
     model = tiny_gemma(1, 2, vocab=BYTE_VOCAB, dtype=torch.float32, window=16)
@@ -526,7 +541,7 @@ def test_thread_choice_follows_the_verification_when_the_steps_tie(monkeypatch, 
 def test_thread_choice_weighs_the_step_and_the_verification_alike(monkeypatch):
     """Two threads win the verification by 5 ms and lose the step by 8 ms: one thread, whose
     step + verification is 3 ms cheaper. Catches: the choice made on the verification alone."""
-    from specdec_lib.environment import runtime
+    from specdec_study.environment import runtime
 
     monkeypatch.delenv("SPECDEC_THREADS", raising=False)
     model = tiny_gemma(1, 2, vocab=BYTE_VOCAB, dtype=torch.float32, window=16)
@@ -541,7 +556,7 @@ def test_thread_choice_weighs_the_step_and_the_verification_alike(monkeypatch):
 
 def test_runtime_setup_probes_the_widest_call_it_warms(monkeypatch):
     """The CLI and the study hand setup their widest call, K + 1 rows; the probe times it."""
-    from specdec_lib.environment import runtime
+    from specdec_study.environment import runtime
 
     asked: list[int] = []
 
@@ -558,7 +573,7 @@ def test_runtime_setup_probes_the_widest_call_it_warms(monkeypatch):
 
 
 def test_specdec_threads_overrides_the_timing(monkeypatch):
-    from specdec_lib.environment import runtime
+    from specdec_study.environment import runtime
 
     model = tiny_gemma(1, 2, vocab=BYTE_VOCAB, dtype=torch.float32, window=16)
     before = torch.get_num_threads()
@@ -618,7 +633,7 @@ def test_packed_bytes_count_every_packed_linear_once_and_nothing_unpacked():
 def test_the_benchs_json_is_cleaned_by_the_one_store_clean():
     import numpy as np
 
-    from specdec_lib.results.store import clean
+    from specdec_study.results.store import clean
 
     raw = {1: np.int64(3), "x": (np.float32(0.5), float("nan")), "y": {2: np.float64("inf")}}
     assert clean(raw) == {"1": 3, "x": [0.5, None], "y": {"2": None}}
@@ -672,7 +687,7 @@ def test_bench_loopfree_groups_run_every_arm_under_the_groups_settings():
 
 @pytest.mark.parametrize("groups", ["", "long,loops", "fast"])
 def test_bench_refuses_unknown_groups_in_one_line(groups):
-    from specdec_lib.bench.run import Settings
+    from specdec_study.bench.run import Settings
 
     with pytest.raises(SpecdecError, match="--groups takes"):
         Settings.of(2, None, True, groups)

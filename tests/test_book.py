@@ -1,4 +1,4 @@
-"""The book: specdec_lib.report on synthetic results (fast), and real `jupyter-book` builds.
+"""The book: specdec_study.pages on synthetic results (fast), and real `jupyter-book` builds.
 
 Synthetic results follow results/SCHEMA.md (made up numbers, never committed); the builds use
 `book/build.py --workdir <tmp>` so that they never touch the checkout's staging folder. One build
@@ -22,17 +22,17 @@ import pandas as pd
 import pytest
 from conftest import FAKE_SECRETS, files_containing, whole_config
 
-from specdec_lib import report
-from specdec_lib.analysis import stats
-from specdec_lib.analysis.implementations import VARIANTS as IMPL_VARIANTS
-from specdec_lib.analysis.implementations import implementations_summary, variant_arms
-from specdec_lib.analysis.k_sweep import k_row
-from specdec_lib.analysis.replay import continuation_summary
-from specdec_lib.analysis.sampling import temperature_rows
-from specdec_lib.analysis.single import baseline_headline, headline_pair
-from specdec_lib.analysis.summary import summarize
-from specdec_lib.results.schema import declared_config
-from specdec_lib.results.store import ResultStore, publish
+from specdec_study import pages as report
+from specdec_study.analysis import stats
+from specdec_study.analysis.implementations import VARIANTS as IMPL_VARIANTS
+from specdec_study.analysis.implementations import implementations_summary, variant_arms
+from specdec_study.analysis.k_sweep import k_row
+from specdec_study.analysis.replay import continuation_summary
+from specdec_study.analysis.single import baseline_headline, headline_pair
+from specdec_study.analysis.speculative_sampling import temperature_rows
+from specdec_study.analysis.summary import summarize
+from specdec_study.results.schema import declared_config
+from specdec_study.results.store import ResultStore, publish
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -206,7 +206,7 @@ def _single(name: str, rows: list[dict]) -> tuple[dict, list, dict]:
 
 def _sweep(rng, cache: bool) -> tuple[dict, list, dict]:
     """A timed sweep whose summary comes from study.sweep_summary (the real analysis)."""
-    from specdec_lib import study
+    from specdec_study import study
 
     rows = []
     for ctx in CONTEXTS:
@@ -263,7 +263,7 @@ def _view_rows(view: str, level: dict, n_docs: int, T: int, rng) -> list[dict]:
 def _agreement(rng) -> tuple[dict, list, dict]:
     """Teacher-forced agreement rows (40 documents x 64 positions) summarized by
     study.agreement_summary (the real analysis): a flat primary draft, an exit that falls."""
-    from specdec_lib import study
+    from specdec_study import study
 
     n_docs, T = 40, 64
     level = {
@@ -362,7 +362,7 @@ def _distribution_check() -> dict:
 
 def _sampling(rng) -> tuple[dict, list, dict]:
     """sampling: the self-draft at each temperature (its table's rows are
-    analysis.sampling.temperature_rows'), no sequence check."""
+    analysis.speculative_sampling.temperature_rows'), no sequence check."""
     rows, table, by_t = [], [], {}
     for t in TEMPERATURES:
         cell = _arm_rows(
@@ -509,7 +509,7 @@ def write_synthetic(
 
 
 # --------------------------------------------------------------------------------------------
-# specdec_lib.report on synthetic results (fast)
+# specdec_study.pages on synthetic results (fast)
 
 
 @pytest.fixture(scope="module")
@@ -746,7 +746,7 @@ def test_figures_read_plainly(synthetic):
         assert box.x0 >= axes.x1 or box.y1 <= axes.y0
     ax = _drawn(report.fig_acceptance_vs_context(p)).axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == [str(c) for c in CONTEXTS]
-    from specdec_lib.reporting.figures import declared
+    from specdec_study.reporting.figures import declared
 
     sweep, ks, bigram = p.get("context_sweep"), p.get("k_sweep"), p.get("bigram")
     out = synthetic / "figures-out"

@@ -49,8 +49,8 @@ needs_chromium = pytest.mark.usefixtures("chromium_present")
 
 def _png() -> str:
     """A figure as the study draws one (its smallest text recorded), wider than a phone."""
-    from specdec_lib.reporting.figures import new_figure
-    from specdec_lib.reporting.figures.style import png_bytes
+    from specdec_study.reporting.figures import new_figure
+    from specdec_study.reporting.figures.style import png_bytes
 
     fig, (ax,) = new_figure(1, height=2.5)
     ax.plot([0, 1], [0, 1])

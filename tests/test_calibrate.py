@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 from conftest import greedy_continuation, random_prompt
 
-from specdec_lib.bench.calibrate import CEILING_KS, baseline_prefixes, ceiling
 from specdec_lib.core.cache import CachedLM
+from specdec_study.bench.calibrate import CEILING_KS, baseline_prefixes, ceiling
 
 PROMPTS = [SimpleNamespace(ids=[100 + i, 200 + i]) for i in range(3)]
 
@@ -63,10 +63,10 @@ def test_calibration_times_verification_under_the_arms_repetition_control(
     runs it (under a penalty, processing K + 1 rows of logits is part of a call's cost). Planted
     bug it catches (seen failing): `verify_step` called without the control, which left the
     processing out of the loop-free groups' calibrated cost."""
-    from specdec_lib.bench import calibrate as cal
     from specdec_lib.core.draft import Draft
     from specdec_lib.core.processors import NO_CONTROL, RepetitionControl
     from specdec_lib.measure.paired import Arm, Method
+    from specdec_study.bench import calibrate as cal
 
     rp = RepetitionControl(repetition_penalty=1.2)
     lm = CachedLM(target64)

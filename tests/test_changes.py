@@ -15,17 +15,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from specdec_lib.analysis import changes, rules, verdicts
-from specdec_lib.analysis.changes import (
+from specdec_study.analysis import changes, rules, verdicts
+from specdec_study.analysis.changes import (
     acceptance_change,
     extra_growth,
     growth,
     prompt_swap_change,
     same_documents,
 )
-from specdec_lib.results.catalog import BASELINE
-from specdec_lib.results.read import Profile
-from specdec_lib.results.store import ExperimentResult
+from specdec_study.results.catalog import BASELINE
+from specdec_study.results.read import Profile
+from specdec_study.results.store import ExperimentResult
 
 
 def timed(rows: list[tuple[str, int, int, float, int]]) -> pd.DataFrame:

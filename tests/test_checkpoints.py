@@ -15,9 +15,9 @@ import torch
 from safetensors.torch import load_file, save_file
 from test_models import save_tiny_model
 
-from specdec_lib import cli
 from specdec_lib.errors import SpecdecError
 from specdec_lib.models.loading import load_model
+from specdec_study import cli
 
 
 @pytest.fixture(scope="module")

@@ -11,12 +11,12 @@ import shutil
 
 import pytest
 
-from specdec_lib.cli import main
-from specdec_lib.reporting.claims import CLAIMS, Claim, claims, differing, recompute
-from specdec_lib.reporting.format import central, num
-from specdec_lib.reporting.hypotheses import verdicts
-from specdec_lib.reporting.hypotheses_summary import key_numbers
-from specdec_lib.results.read import load_results, results_root
+from specdec_study.cli import main
+from specdec_study.reporting.claims import CLAIMS, Claim, claims, differing, recompute
+from specdec_study.reporting.format import central, num
+from specdec_study.reporting.hypotheses import verdicts
+from specdec_study.reporting.hypotheses_summary import key_numbers
+from specdec_study.results.read import load_results, results_root
 
 PROFILE = "embedded"
 
@@ -134,13 +134,12 @@ def test_a_change_planted_in_the_agreement_changes_the_key_number_and_h3(
 
 def test_a_change_planted_in_the_bench_changes_a_performance_claim(committed, tmp_path):
     shutil.copytree(results_root() / PROFILE, tmp_path / PROFILE)
-    bench = tmp_path / PROFILE / "bench.txt"
-    lines = bench.read_text().splitlines()
-    data = json.loads(lines[-1])
+    bench = tmp_path / PROFILE / "bench" / "summary.json"
+    data = json.loads(bench.read_text())
     group = next(iter(data["groups"]))
     arm = next(iter(data["groups"][group]["arms"]))
     data["groups"][group]["arms"][arm]["speedup"]["value"] = 9.75
-    bench.write_text("\n".join([*lines[:-1], json.dumps(data)]) + "\n")
+    bench.write_text(json.dumps(data))
     planted = claims(load_results(PROFILE, tmp_path))
     name = f"bench: groups / {group} / arms / {arm} / speedup"
     assert next(c for c in planted if c.name == name).value == 9.75

@@ -9,11 +9,11 @@ import shutil
 
 import pytest
 
-from specdec_lib.analysis.from_rows import SUMMARIZED, summary_from_rows
-from specdec_lib.cli import main
-from specdec_lib.reporting.claims import claims, differing
-from specdec_lib.reporting.format import central
-from specdec_lib.results.read import load_results, results_root
+from specdec_study.analysis.from_rows import SUMMARIZED, summary_from_rows
+from specdec_study.cli import main
+from specdec_study.reporting.claims import claims, differing
+from specdec_study.reporting.format import central
+from specdec_study.results.read import load_results, results_root
 
 PROFILE = "embedded"
 

@@ -13,8 +13,8 @@ import re
 
 import pytest
 
-from specdec_lib.analysis import rules
-from specdec_lib.analysis.rules import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Quantity, classify
+from specdec_study.analysis import rules
+from specdec_study.analysis.rules import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Quantity, classify
 
 NAN, INF = math.nan, math.inf
 

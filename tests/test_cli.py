@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from specdec_lib.cli import main
 from specdec_lib.errors import SpecdecError
+from specdec_study.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -23,8 +23,8 @@ import pytest
 import torch
 from packaging.requirements import Requirement
 
-from specdec_lib import study
-from specdec_lib.environment import colab
+from specdec_study import study
+from specdec_study.environment import colab
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRETS = {"HF_TOKEN": "hf_ColabSecretForTests0123456789", "WANDB_API_KEY": "colabwandb0123456789"}
@@ -435,20 +435,20 @@ def test_a_missing_hub_token_stops_before_pip_naming_the_licences(fake_colab, mo
 def loaded_repos(profile: str, notebooks) -> set[str]:
     """The hub repositories a profile's runs load, from the configs its experiments build (the
     target and every `model:` arm), not from the profile's text."""
-    from specdec_lib.results.declare import load
+    from specdec_study.runner.experiments import RUNNERS
 
     run = study.setup(profile, results_dir="unused")
     found: set[str] = set()
     for nb in notebooks:
-        for ref in nb.experiments:
-            config = load(load(ref).config)(run)
+        for e in nb.experiments:
+            config = RUNNERS[e.name].config(run)
             found.add(config["target"])
             found |= {s.split(":", 1)[1] for s in colab._strings(config) if s[:6] == "model:"}
     return found
 
 
 def test_the_licences_checked_are_every_hub_model_the_profile_loads():
-    from specdec_lib.results import catalog
+    from specdec_study.results import catalog
 
     for profile, notebooks in (("colab-t4", catalog.STUDY), ("colab-t4-quick", [catalog.QUICK])):
         assert set(colab.hub_repos(profile)) == loaded_repos(profile, notebooks), profile
@@ -588,6 +588,7 @@ def test_the_install_plan_over_colab_passes_nothing_colab_holds():
         assert "transformers" in names and "numpy" not in names
         # requirements Colab already has (seaborn, wandb, tqdm, ...) are left alone
         assert not names & {"seaborn", "wandb", "tqdm", "pyyaml", "filelock", "safetensors"}
+        assert "pydantic" not in names  # Colab's pydantic 2 serves the profile checks
     assert colab.plan("google/gemma-3-4b-pt", {**freeze, **colab.locked()}) == []
 
 
@@ -703,7 +704,7 @@ def test_a_bundle_left_in_the_runtime_is_offered_for_download(fake_colab, monkey
 
 
 def test_the_bundle_cell_offers_the_bundle_through_write_bundle(fake_colab, monkeypatch, tmp_path):
-    from specdec_lib.results import bundle
+    from specdec_study.results import bundle
 
     offered = []
     monkeypatch.setattr(colab, "offer_download", offered.append)

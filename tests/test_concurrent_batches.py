@@ -15,14 +15,14 @@ from pathlib import Path
 
 from conftest import whole_config, whole_summary
 
-from specdec_lib.results.schema import result_problem
-from specdec_lib.results.store import ResultStore, publish
+from specdec_study.results.schema import result_problem
+from specdec_study.results.store import ResultStore, publish
 
 ROOT = Path(__file__).resolve().parents[1]
 
 HANGING_WRITER = """
 import pathlib, sys, time
-from specdec_lib.results.store import ResultStore, publish
+from specdec_study.results.store import ResultStore, publish
 root, flag = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
 rows = [{"prompt": i, "method": "baseline", "wall_s": 0.1} for i in range(3)]
 def figures(d):
@@ -80,7 +80,7 @@ def test_the_book_built_while_an_evaluate_publishes_reads_only_complete_results(
 
 PAIR_WORKER = """
 import sys
-from specdec_lib import study
+from specdec_study import study
 S = study.setup(sys.argv[1], results_dir=sys.argv[2])
 study.run_baseline(S)
 study.run_bigram(S)
@@ -91,9 +91,9 @@ def test_two_profiles_evaluated_at_once_into_one_results_dir_each_end_whole_and_
     tmp_path,
 ):
     from specdec_lib.config import config_hash
-    from specdec_lib.environment.profiles import load_profile
-    from specdec_lib.runner import single
-    from specdec_lib.runner.context import Study
+    from specdec_study.environment.profiles import load_profile
+    from specdec_study.runner import single
+    from specdec_study.runner.session import Study
 
     results = tmp_path / "results"
     env = {k: v for k, v in os.environ.items() if k != "FORCE"}
@@ -104,7 +104,7 @@ def test_two_profiles_evaluated_at_once_into_one_results_dir_each_end_whole_and_
             [
                 sys.executable,
                 "-m",
-                "specdec_lib.environment.batch",
+                "specdec_study.environment.batch",
                 str(results / p),
                 "--",
                 sys.executable,

@@ -16,13 +16,12 @@ from typing import Any
 import pytest
 from conftest import whole_config, whole_summary
 
-from specdec_lib import study
 from specdec_lib.config import config_hash
 from specdec_lib.errors import SpecdecError
-from specdec_lib.results import inputs
-from specdec_lib.results.catalog import EXPERIMENTS
-from specdec_lib.results.catalog import experiment as declaration
-from specdec_lib.results.declare import load
+from specdec_study import study
+from specdec_study.results import inputs
+from specdec_study.results.catalog import EXPERIMENTS
+from specdec_study.runner.experiments import RUNNERS
 
 # top-level profile keys that change how fast a run goes, never what it measures
 NOT_AFFECTING = {
@@ -76,7 +75,7 @@ def hashes(profile: dict[str, Any]) -> dict[str, str]:
     out = {}
     for e in EXPERIMENTS:
         try:
-            out[e] = config_hash(load(declaration(e).config)(S))
+            out[e] = config_hash(RUNNERS[e].config(S))
         except SpecdecError as err:
             out[e] = f"refused: {err}"
     return out
@@ -178,7 +177,7 @@ def test_a_fingerprint_names_the_file_that_changed_and_keeps_large_digests_besid
 def saved_tiny_model(folder: Path, seed: int) -> Path:
     """The smoke profile's tiny target saved as a local model folder (weights, config,
     tokenizer), its weights drawn from `seed`."""
-    from specdec_lib.runner.tiny import tiny_random_model
+    from specdec_study.runner.tiny import tiny_random_model
 
     loaded = tiny_random_model("float64", **{**study.load_profile("smoke")["tiny"], "seed": seed})
     loaded.model.save_pretrained(folder)
@@ -195,7 +194,7 @@ def test_a_changed_weights_or_data_file_recomputes_a_stored_result(
     result stored before inputs were fingerprinted is reused and said so. Planted and seen
     failing: `cached` not comparing the fingerprints (the old result reused)."""
     from specdec_lib.generate import Generator
-    from specdec_lib.runner.context import MODELS
+    from specdec_study.runner.session import MODELS
 
     monkeypatch.delenv("FORCE", raising=False)
     monkeypatch.setenv("WANDB_MODE", "disabled")
@@ -253,7 +252,7 @@ def test_a_checkpoint_is_resumed_only_on_the_machine_that_wrote_it(
     resumed (tests/test_resume.py). Planted and seen failing: the machine left out of the
     checkpoint's name."""
     from specdec_lib.generate import Generator
-    from specdec_lib.runner import execute
+    from specdec_study.runner import execute
 
     class Killed(Exception):
         pass
@@ -311,8 +310,8 @@ def test_a_changed_distilled_draft_is_a_changed_input_and_leaves_the_config_hash
     cached for one target: a note, never compared."""
     from specdec_lib.drafters import distilled
     from specdec_lib.models import embedded
-    from specdec_lib.results.store import publish
-    from specdec_lib.runner import execute
+    from specdec_study.results.store import publish
+    from specdec_study.runner import execute
 
     cache = tmp_path / "cache"
     monkeypatch.setattr(embedded, "embedded_cache_dir", lambda: cache / "gemma-3-270m")

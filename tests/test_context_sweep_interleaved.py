@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from specdec_lib import study
 from specdec_lib.errors import SpecdecError
 from specdec_lib.generate import Generator
-from specdec_lib.runner.context_sweep import context_order, sweep_blocks
+from specdec_study import study
+from specdec_study.runner.context_sweep import context_order, sweep_blocks
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

@@ -9,8 +9,8 @@ import math
 import pandas as pd
 import pytest
 
-from specdec_lib.analysis import decomposition as D
-from specdec_lib.reporting.earlier import earlier_study
+from specdec_study.analysis import decomposition as D
+from specdec_study.reporting.earlier import earlier_study
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +107,7 @@ def test_the_chapter_s_decomposition_reads_the_committed_sweeps():
     """Published (both readings) then ours: each cached arm and the uncached baseline; the
     uncached baseline's divisor 100 / 20 is the H2 growth the issue quotes (about 2.10), the
     cached one about 1.07; the figure has two panels, one bar per decomposition."""
-    from specdec_lib import report as R
+    from specdec_study import pages as R
 
     p = R.load_results("embedded")
     t = R.decomposition_table(p)

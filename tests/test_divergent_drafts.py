@@ -37,7 +37,7 @@ def loaded_of(model: torch.nn.Module, tokenizer=None) -> LoadedModel:
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from specdec_lib.study import tiny_tokenizer
+    from specdec_study.study import tiny_tokenizer
 
     return tiny_tokenizer(VOCAB)
 

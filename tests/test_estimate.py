@@ -8,9 +8,9 @@ import math
 
 import pytest
 
-from specdec_lib import study
-from specdec_lib.runner import estimate
-from specdec_lib.runner.estimate import Calls, Costs, minutes, work
+from specdec_study import study
+from specdec_study.runner import estimate
+from specdec_study.runner.estimate import Calls, Costs, minutes, work
 
 # a step 10 ms, a K + 1 = 5 token verification 20 ms, a 105-token call 120 ms
 COSTS = Costs({1: 0.01, 5: 0.02, 105: 0.12})
@@ -160,8 +160,8 @@ def test_a_notebook_prints_its_estimate_before_it_starts(tmp_path, capsys, monke
     rows = {ln.split()[0]: ln.split() for ln in out.splitlines()[1:]}
     assert set(rows) == {"experiment", "agreement", "context_sweep", "total"}
     # the total is the sum of the two experiments' calls at these costs
-    from specdec_lib.runner.agreement import agreement_config
-    from specdec_lib.runner.context_sweep import sweep_config
+    from specdec_study.runner.agreement import agreement_config
+    from specdec_study.runner.context_sweep import sweep_config
 
     lo = hi = 0.0
     configs = {"agreement": agreement_config(S), "context_sweep": sweep_config(S, "context_sweep")}

@@ -9,7 +9,7 @@ from pathlib import Path
 import faults
 from conftest import whole_config, whole_summary
 
-from specdec_lib.results.store import ResultStore, publish
+from specdec_study.results.store import ResultStore, publish
 
 ROOT = Path(__file__).resolve().parents[1]
 

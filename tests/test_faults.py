@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import write_profile
 
-from specdec_lib.cli import main
 from specdec_lib.config import SamplingConfig
 from specdec_lib.errors import SpecdecError
 from specdec_lib.models import embedded
+from specdec_study.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,7 +40,7 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 def tiny_dir(tmp_path_factory) -> Path:
     """A tiny random Gemma 3 with a word-level tokenizer saved as a local model directory
     (context window 4096 tokens, one token per whitespace-separated word)."""
-    from specdec_lib.study import tiny_random_model
+    from specdec_study.study import tiny_random_model
 
     d = tmp_path_factory.mktemp("tiny")
     m = tiny_random_model("float32", vocab=512, hidden=32, layers=2, heads=2)
@@ -265,7 +265,7 @@ def test_a_huge_one_line_file_is_refused_before_loading(capsys, tmp_path):
 
 
 def test_a_file_over_the_size_limit_is_refused_by_its_size(capsys, tmp_path, monkeypatch):
-    import specdec_lib.cli as cli
+    import specdec_study.cli as cli
 
     monkeypatch.setattr(cli, "MAX_PROMPT_FILE_BYTES", 100)
     f = tmp_path / "big.txt"
@@ -284,7 +284,7 @@ def test_a_bad_byte_names_its_line(capsys, tmp_path):
 def test_lines_split_on_newlines_only_bom_dropped_and_outputs_carry_their_line(
     capsys, tiny_dir, tmp_path
 ):
-    from specdec_lib.cli import read_prompts
+    from specdec_study.cli import read_prompts
 
     text = "\ufeffthe cat\fsat\r\n\n   \nthe\x85dog\u2028ran\u2029far\nlast line"
     f = tmp_path / "p.txt"
@@ -305,7 +305,7 @@ def test_lines_split_on_newlines_only_bom_dropped_and_outputs_carry_their_line(
 @pytest.fixture(scope="module")
 def smoke_baseline(tmp_path_factory) -> Path:
     """The smoke profile's baseline result, computed once into a scratch results folder."""
-    from specdec_lib import study
+    from specdec_study import study
 
     os.environ.setdefault("WANDB_MODE", "disabled")
     root = tmp_path_factory.mktemp("results")
@@ -344,8 +344,8 @@ def damage(d: Path, name: str, content: str | None) -> None:
 def test_a_damaged_result_is_recomputed_never_reused(smoke_baseline, tmp_path, capsys, case):
     import shutil
 
-    from specdec_lib import study
-    from specdec_lib.results.schema import result_problem
+    from specdec_study import study
+    from specdec_study.results.schema import result_problem
 
     root = tmp_path / "results"
     shutil.copytree(smoke_baseline, root)
@@ -366,7 +366,7 @@ def test_a_damaged_result_is_recomputed_never_reused(smoke_baseline, tmp_path, c
 def test_reading_a_damaged_result_is_one_line(smoke_baseline, tmp_path):
     import shutil
 
-    from specdec_lib.results.store import load_result
+    from specdec_study.results.store import load_result
 
     shutil.copytree(smoke_baseline, tmp_path / "r")
     d = tmp_path / "r" / "smoke" / "baseline"
@@ -388,7 +388,7 @@ def load_build():
 def test_the_book_refuses_a_damaged_result_and_marks_it(smoke_baseline, tmp_path, capsys, strict):
     import shutil
 
-    from specdec_lib import report
+    from specdec_study import pages as report
 
     root = tmp_path / "results"
     shutil.copytree(smoke_baseline, root)
@@ -478,7 +478,7 @@ BAD_PROFILES = [
 
 @pytest.mark.parametrize(("key", "value", "needle"), BAD_PROFILES)
 def test_a_profile_with_a_wrong_type_or_value_is_one_line(tmp_path, key, value, needle):
-    from specdec_lib.study import load_profile, setup
+    from specdec_study.study import load_profile, setup
 
     path = write_profile(tmp_path, "bad", _set(key, value))
     with pytest.raises(SpecdecError) as e:
@@ -490,7 +490,7 @@ def test_a_profile_with_a_wrong_type_or_value_is_one_line(tmp_path, key, value, 
 
 
 def test_malformed_yaml_and_non_mapping_profiles_are_one_line(tmp_path):
-    from specdec_lib.environment.profiles import load_profile
+    from specdec_study.environment.profiles import load_profile
 
     (tmp_path / "broken.yaml").write_text("name: x\nexperiments: {baseline: [\n", "utf-8")
     with pytest.raises(SpecdecError, match="is not valid YAML at line"):
@@ -505,7 +505,7 @@ def test_malformed_yaml_and_non_mapping_profiles_are_one_line(tmp_path):
 
 def test_the_shipped_profiles_pass_and_sources_match_the_data_module():
     from specdec_lib import data
-    from specdec_lib.environment import profiles
+    from specdec_study.environment import profiles
 
     good, bad = profiles.all_profiles()
     assert bad == {} and {p["name"] for p in good} >= {"embedded", "smoke", "colab-t4"}
@@ -517,7 +517,7 @@ def test_one_malformed_profile_does_not_break_the_book_page_for_the_others(tmp_p
     malformed file: smoke is tabled, the bad file is listed as not shown."""
     import re
 
-    from specdec_lib.environment import profiles
+    from specdec_study.environment import profiles
 
     write_profile(tmp_path, "smoke", lambda p: None)
     (tmp_path / "broken.yaml").write_text("target: [unclosed\n", "utf-8")
@@ -529,7 +529,7 @@ def test_one_malformed_profile_does_not_break_the_book_page_for_the_others(tmp_p
     shown: list[str] = []
     import pandas as pd
 
-    from specdec_lib import report
+    from specdec_study import pages as report
 
     exec(cell, {"R": report, "pd": pd, "Markdown": str, "display": shown.append})
     text = "\n".join(shown)
@@ -543,7 +543,7 @@ def test_a_second_batch_for_the_same_folder_is_refused_in_one_line(tmp_path):
     folder = tmp_path / "results" / "smoke"
     started = tmp_path / "started"
     first = subprocess.Popen(
-        [sys.executable, "-m", "specdec_lib.environment.batch", str(folder), "--",
+        [sys.executable, "-m", "specdec_study.environment.batch", str(folder), "--",
          sys.executable, "-c",
          f"import pathlib, time; pathlib.Path({str(started)!r}).touch(); time.sleep(60)"],
         cwd=ROOT,
@@ -557,7 +557,7 @@ def test_a_second_batch_for_the_same_folder_is_refused_in_one_line(tmp_path):
             assert first.returncode is None
             time.sleep(0.1)
         second = subprocess.run(
-            [sys.executable, "-m", "specdec_lib.environment.batch", str(folder), "--", "true"],
+            [sys.executable, "-m", "specdec_study.environment.batch", str(folder), "--", "true"],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -571,7 +571,7 @@ def test_a_second_batch_for_the_same_folder_is_refused_in_one_line(tmp_path):
         first.wait(timeout=60)
     # the lock dies with its holder: the next batch runs
     again = subprocess.run(
-        [sys.executable, "-m", "specdec_lib.environment.batch", str(folder), "--", "true"],
+        [sys.executable, "-m", "specdec_study.environment.batch", str(folder), "--", "true"],
         cwd=ROOT,
         timeout=120,
     )
@@ -581,7 +581,7 @@ def test_a_second_batch_for_the_same_folder_is_refused_in_one_line(tmp_path):
 def test_make_evaluate_runs_its_notebooks_and_book_under_the_batch_lock():
     text = (ROOT / "Makefile").read_text(encoding="utf-8")
     evaluate = text.split("\nevaluate:", 1)[1].split("\n\n", 1)[0]
-    assert "-m specdec_lib.environment.batch $(RESULTS_DIR)/$(PROFILE) --" in evaluate
+    assert "-m specdec_study.environment.batch $(RESULTS_DIR)/$(PROFILE) --" in evaluate
     assert "_evaluate-locked" in evaluate
     locked = text.split("\n_evaluate-locked:", 1)[1].split("\n\n", 1)[0]
     assert "papermill" in locked and "book" in locked

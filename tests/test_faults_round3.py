@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
                                                ("0", False), (0, False), ("true", True),
                                                ("yes", True), (1, True), (True, True)])  # fmt: skip
 def test_force_given_as_text_is_parsed_like_FORCE(tmp_path, monkeypatch, value, forced):
-    from specdec_lib.runner.context import setup
+    from specdec_study.runner.session import setup
 
     monkeypatch.delenv("FORCE", raising=False)
     assert setup("smoke", results_dir=str(tmp_path), force=value).force is forced
@@ -35,7 +35,7 @@ def test_force_given_as_text_is_parsed_like_FORCE(tmp_path, monkeypatch, value, 
 
 @pytest.mark.parametrize(("force", "env"), [("maybe", ""), (2, ""), (False, "perhaps")])
 def test_a_force_that_is_neither_true_nor_false_is_one_line(tmp_path, monkeypatch, force, env):
-    from specdec_lib.runner.context import setup
+    from specdec_study.runner.session import setup
 
     monkeypatch.setenv("FORCE", env)
     with pytest.raises(SpecdecError, match="must be true or false") as e:
@@ -44,7 +44,7 @@ def test_a_force_that_is_neither_true_nor_false_is_one_line(tmp_path, monkeypatc
 
 
 def test_FORCE_no_in_the_environment_does_not_force(tmp_path, monkeypatch):
-    from specdec_lib.runner.context import setup
+    from specdec_study.runner.session import setup
 
     monkeypatch.setenv("FORCE", "no")
     assert setup("smoke", results_dir=str(tmp_path)).force is False
@@ -93,7 +93,7 @@ SCHEMA_GAPS = [
 
 @pytest.mark.parametrize(("edit", "needle"), SCHEMA_GAPS)
 def test_schema_gaps_are_one_line(tmp_path, edit, needle):
-    from specdec_lib.environment.profiles import load_profile
+    from specdec_study.environment.profiles import load_profile
 
     path = write_profile(tmp_path, "bad", edit)
     with pytest.raises(SpecdecError) as e:
@@ -119,16 +119,16 @@ def all_configs(prof: dict) -> dict[str, str]:
     """Experiment -> the hash of its config under this profile ('refused: ...' when the config
     refuses the profile: a refusal is never a silent reuse)."""
     from specdec_lib.config import config_hash
-    from specdec_lib.runner import (
+    from specdec_study.runner import (
         agreement,
         context_sweep,
         implementations,
         k_sweep,
         peers,
-        sampling,
         single,
+        speculative_sampling,
     )
-    from specdec_lib.runner.context import Study
+    from specdec_study.runner.session import Study
 
     S = Study(prof, Path("/nonexistent"))
     makers = {
@@ -139,7 +139,7 @@ def all_configs(prof: dict) -> dict[str, str]:
         "context_sweep_nocache": context_sweep.context_sweep_nocache_config,
         "agreement": agreement.agreement_config,
         "k_sweep": k_sweep.k_sweep_config,
-        "sampling": sampling.sampling_config,
+        "sampling": speculative_sampling.sampling_config,
         "peers": lambda S: peers.peers_config(S, None),
         "implementations": implementations.implementations_config,
     }
@@ -178,7 +178,7 @@ def changed(value):
 def test_every_profile_key_changes_the_config_hash_or_is_listed_with_its_reason(profile):
     import copy
 
-    from specdec_lib.environment.profiles import load_profile
+    from specdec_study.environment.profiles import load_profile
 
     prof = load_profile(profile)
     before = all_configs(prof)
@@ -218,7 +218,7 @@ def test_a_tree_too_large_to_verify_is_refused_like_too_many_layers(spec, needle
 
 
 def test_a_non_utf8_byte_in_a_checkpoint_is_one_warning_naming_the_file(tmp_path, capsys):
-    from specdec_lib.results.store import Checkpoint, ResultStore
+    from specdec_study.results.store import Checkpoint, ResultStore
 
     store = ResultStore(tmp_path, "p")
     config = {"experiment": "a", "n": 2}
@@ -234,7 +234,7 @@ def test_a_non_utf8_byte_in_a_checkpoint_is_one_warning_naming_the_file(tmp_path
 
 
 def test_a_torn_last_checkpoint_line_is_skipped_quietly(tmp_path, capsys):
-    from specdec_lib.results.store import Checkpoint, ResultStore
+    from specdec_study.results.store import Checkpoint, ResultStore
 
     store = ResultStore(tmp_path, "p")
     first = Checkpoint(store, "a", {"n": 1}, fresh=False)
@@ -249,7 +249,7 @@ def test_a_torn_last_checkpoint_line_is_skipped_quietly(tmp_path, capsys):
 
 
 def publish_three(root: Path) -> Path:
-    from specdec_lib.results.store import ResultStore, publish
+    from specdec_study.results.store import ResultStore, publish
 
     rows = [{"prompt": i, "method": "baseline", "wall_s": 0.1 * i} for i in range(3)]
     summary = whole_summary("baseline", "p")
@@ -258,8 +258,8 @@ def publish_three(root: Path) -> Path:
 
 
 def test_a_per_prompt_csv_cut_at_a_line_boundary_is_not_trusted(tmp_path):
-    from specdec_lib.results.schema import result_problem
-    from specdec_lib.results.store import ResultStore
+    from specdec_study.results.schema import result_problem
+    from specdec_study.results.store import ResultStore
 
     d = publish_three(tmp_path)
     assert result_problem(d, study=True) is None
@@ -377,7 +377,7 @@ def test_wandb_without_network_falls_back_to_offline_in_bounded_time_said_once(
     import time
 
     pytest.importorskip("wandb")
-    from specdec_lib.environment import tracking
+    from specdec_study.environment import tracking
 
     monkeypatch.setattr(tracking, "_WENT_OFFLINE", False, raising=False)
     monkeypatch.delenv("WANDB_MODE", raising=False)
@@ -429,7 +429,7 @@ def test_sigterm_to_the_lock_holder_stops_the_whole_batch_before_the_lock_is_rel
     folder = tmp_path / "results" / "smoke"
     pids_file = tmp_path / "pids"
     holder = subprocess.Popen(
-        [sys.executable, "-m", "specdec_lib.environment.batch", str(folder), "--",
+        [sys.executable, "-m", "specdec_study.environment.batch", str(folder), "--",
          sys.executable, "-c", BATCH_SCRIPT, str(pids_file)],
         cwd=ROOT,
         start_new_session=True,
@@ -454,7 +454,7 @@ def test_sigterm_to_the_lock_holder_stops_the_whole_batch_before_the_lock_is_rel
             os.killpg(holder.pid, signal.SIGKILL)
         holder.wait(timeout=30)
     again = subprocess.run(
-        [sys.executable, "-m", "specdec_lib.environment.batch", str(folder), "--", "true"],
+        [sys.executable, "-m", "specdec_study.environment.batch", str(folder), "--", "true"],
         cwd=ROOT,
         timeout=120,
     )
@@ -497,7 +497,7 @@ def test_an_invalid_FORCE_on_the_make_line_is_refused_in_one_line_before_anythin
      ("no", "False"), ("False", "False"), ("off", "False"), ("", "False")],
 )  # fmt: skip
 def test_FORCE_on_the_make_line_reaches_the_notebooks_as_parse_flag_reads_it(tmp_path, force, flag):
-    from specdec_lib.runner.context import parse_flag
+    from specdec_study.runner.session import parse_flag
 
     done = make_evaluate(tmp_path, force, "-n", "_evaluate-locked")
     assert done.returncode == 0, done.stderr
@@ -507,7 +507,7 @@ def test_FORCE_on_the_make_line_reaches_the_notebooks_as_parse_flag_reads_it(tmp
 
 EXITING_TRACKER = """
 import sys, tempfile, time
-from specdec_lib.environment import tracking
+from specdec_study.environment import tracking
 t = tracking.Tracker("p", "a", {"x": 1}, dir=tempfile.mkdtemp())
 assert t.run is not None and t.run.offline
 t.log({"a": 1})

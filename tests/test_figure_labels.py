@@ -15,10 +15,10 @@ from matplotlib.colors import to_hex
 from matplotlib.container import BarContainer, ErrorbarContainer
 from PIL import Image
 
-from specdec_lib import report as R
-from specdec_lib.reporting.figures import context_length, style
-from specdec_lib.results import catalog
-from specdec_lib.results.declare import load
+from specdec_study import pages as R
+from specdec_study.reporting.figures import context_length, style
+from specdec_study.reporting.figures.declared import DRAWINGS
+from specdec_study.results import catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 # the book's content column in Chromium (tests/test_browser.py measures and checks the same):
@@ -43,7 +43,7 @@ def every_figure(embedded) -> dict[str, object]:
         if res is None:
             continue
         for f in decl.figures:
-            figs[f"{decl.name}/{f.file}"] = load(f.draw)(res.summary, res.rows)
+            figs[f"{decl.name}/{f.file}"] = DRAWINGS[decl.name][f.file](res.summary, res.rows)
     return {k: v for k, v in figs.items() if v is not None}
 
 
@@ -244,8 +244,8 @@ def test_redraw_replaces_a_stored_figure_and_the_executed_notebooks_copy_of_it(t
 
     import nbformat
 
-    from specdec_lib.reporting.figures import declared
-    from specdec_lib.runner.keep import shown_images
+    from specdec_study.reporting.figures import declared
+    from specdec_study.runner.keep import shown_images
 
     src = ROOT / "results" / "embedded"
     prof = tmp_path / "embedded"

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from specdec_lib.drafters import registry
-from specdec_lib.reporting.performance import BENCH_FILES, read_bench
+from specdec_study.reporting.performance import BENCH_RUNS, read_bench
 
 ROOT = Path(__file__).resolve().parents[1]
 GLOSSARY = ROOT / "book" / "glossary.md"
@@ -48,11 +48,11 @@ def profile_specs(profile: dict) -> set[str]:
 
 
 def bench_specs() -> set[str]:
-    """The specs of every arm in the committed bench files, and the presets they name."""
+    """The specs of every arm in the committed bench runs, and the presets they name."""
     specs = set()
-    for name in BENCH_FILES:
+    for name in BENCH_RUNS:
         path = ROOT / "results" / "embedded" / name
-        if not path.is_file():
+        if not path.is_dir():
             continue
         b = read_bench(path)
         for g in b["groups"].values():

@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 
-from specdec_lib import study
-from specdec_lib.analysis import implementations as impl
-from specdec_lib.analysis.implementations import (
+from specdec_lib.config import config_hash
+from specdec_lib.errors import SpecdecError
+from specdec_study import study
+from specdec_study.analysis import implementations as impl
+from specdec_study.analysis.implementations import (
     DOES_NOT_REPRODUCE,
     FLAT_BAND,
     INCONCLUSIVE,
@@ -26,12 +28,10 @@ from specdec_lib.analysis.implementations import (
     shape_label,
     variant_arms,
 )
-from specdec_lib.config import config_hash
-from specdec_lib.errors import SpecdecError
-from specdec_lib.reporting.figures.style import DRAFT_COLORS
-from specdec_lib.results import catalog
-from specdec_lib.results.declare import load
-from specdec_lib.runner.context_sweep import context_order, sweep_config
+from specdec_study.reporting.figures.style import DRAFT_COLORS
+from specdec_study.results import catalog
+from specdec_study.runner.context_sweep import context_order, sweep_config
+from specdec_study.runner.experiments import RUNNERS
 
 ROOT = Path(__file__).resolve().parents[1]
 EMBEDDED = ROOT / "results" / "embedded"
@@ -47,7 +47,7 @@ def smoke(tmp_path: Path, **profile: Any) -> study.Study:
 
 
 def test_the_config_times_every_variant_on_the_context_sweeps_documents(tmp_path):
-    from specdec_lib.runner.implementations import implementations_config
+    from specdec_study.runner.implementations import implementations_config
 
     s = smoke(tmp_path)
     cfg = implementations_config(s)
@@ -76,7 +76,7 @@ def test_the_config_times_every_variant_on_the_context_sweeps_documents(tmp_path
 
 
 def test_a_profile_may_run_fewer_variants_and_the_uncached_baseline_only_when_needed(tmp_path):
-    from specdec_lib.runner.implementations import implementations_config
+    from specdec_study.runner.implementations import implementations_config
 
     prof = study.load_profile("smoke")
     prof["experiments"]["implementations"]["variants"] = ["cached", "mixed_target"]
@@ -86,7 +86,7 @@ def test_a_profile_may_run_fewer_variants_and_the_uncached_baseline_only_when_ne
 
 
 def test_an_unknown_variant_is_refused_in_one_line(tmp_path):
-    from specdec_lib.runner.implementations import implementations_config
+    from specdec_study.runner.implementations import implementations_config
 
     prof = study.load_profile("smoke")
     prof["experiments"]["implementations"]["variants"] = ["cached", "halfcached"]
@@ -101,7 +101,7 @@ def test_an_unknown_variant_is_refused_in_one_line(tmp_path):
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
     """The experiment on the smoke profile's tiny models in float32, greedy (seconds)."""
-    from specdec_lib.runner.implementations import implementations_config, run_implementations
+    from specdec_study.runner.implementations import implementations_config, run_implementations
 
     s = study.setup("smoke", results_dir=str(tmp_path_factory.mktemp("res")), dtype="float32")
     return implementations_config(s), run_implementations(s)
@@ -320,7 +320,7 @@ def synthetic_summary() -> dict:
 
 
 def test_the_figure_draws_each_variant_and_the_published_rows_in_red():
-    from specdec_lib import report
+    from specdec_study import pages as report
 
     s = synthetic_summary()
     fig = report.fig_implementations(FakeProfile({"implementations": FakeResult(s)}))
@@ -343,13 +343,15 @@ def test_the_figure_draws_each_variant_and_the_published_rows_in_red():
 
 
 def test_the_declared_figure_draws_from_a_summary():
+    from specdec_study.reporting.figures.declared import DRAWINGS
+
     e = catalog.experiment("implementations")
     (figure,) = e.figures
-    assert load(figure.draw)(synthetic_summary(), []) is not None
+    assert DRAWINGS[e.name][figure.file](synthetic_summary(), []) is not None
 
 
 def test_the_table_and_the_shape_read_the_summary():
-    from specdec_lib import report
+    from specdec_study import pages as report
 
     s = synthetic_summary()
     p = FakeProfile({"implementations": FakeResult(s)})
@@ -383,12 +385,12 @@ def test_the_other_experiments_committed_results_keep_their_config_hash(name):
     the batch reuses it rather than re-measuring it."""
     committed = json.loads((EMBEDDED / name / "config.json").read_text())
     s = study.Study(study.load_profile("embedded"), ROOT / "results")
-    built = load(catalog.experiment(name).config)(s)
+    built = RUNNERS[name].config(s)
     assert config_hash(built) == committed["config_hash"], name
 
 
 def test_the_reading_gives_each_variants_label_and_a_row_per_variant_and_context(smoke_run):
-    from specdec_lib.reporting.readings import reading
+    from specdec_study.reporting.readings import reading
 
     _, res = smoke_run
     text = reading(res.path)
@@ -405,8 +407,8 @@ def test_the_reading_gives_each_variants_label_and_a_row_per_variant_and_context
 def test_the_time_estimate_counts_each_arms_own_target_cache(tmp_path):
     """The notebook's estimate (`runner.estimate.work`) feeds an arm whose target recomputes the
     prefix the whole sequence per call, and a cached arm one token (per K + 1) per call."""
-    from specdec_lib.runner.estimate import work
-    from specdec_lib.runner.implementations import implementations_config
+    from specdec_study.runner.estimate import work
+    from specdec_study.runner.implementations import implementations_config
 
     cfg = implementations_config(smoke(tmp_path))
     calls = work("implementations", cfg)
@@ -425,7 +427,7 @@ def test_identity_is_counted_against_each_variants_own_baseline():
     baseline, prompt by prompt at one context."""
     import pandas as pd
 
-    from specdec_lib.reporting.implementations import identical_to_own_baseline
+    from specdec_study.reporting.implementations import identical_to_own_baseline
 
     rows = pd.DataFrame(
         [

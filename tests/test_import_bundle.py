@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from test_book import write_synthetic
 
-from specdec_lib import cli
-from specdec_lib.results import bundle
-from specdec_lib.results.schema import result_problem
+from specdec_study import cli
+from specdec_study.results import bundle
+from specdec_study.results.schema import result_problem
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = "imported"  # no profiles/imported.yaml: not checked against a profile here
@@ -159,7 +159,7 @@ def _hold(command: list[str], ready: str) -> subprocess.Popen:
 
 
 HOLD_BOOK = (
-    "import sys, time; from pathlib import Path; from specdec_lib.results.locks import reading\n"
+    "import sys, time; from pathlib import Path; from specdec_study.results.locks import reading\n"
     "with reading(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)"
 )
 
@@ -174,7 +174,7 @@ def test_an_import_during_a_batch_or_a_book_build_is_refused_in_one_line(
     folder = results / PROFILE
     if holder == "batch":
         hold = "print('held', flush=True); import time; time.sleep(60)"
-        cmd = [sys.executable, "-m", "specdec_lib.environment.batch", str(folder), "--",
+        cmd = [sys.executable, "-m", "specdec_study.environment.batch", str(folder), "--",
                sys.executable, "-c", hold]  # fmt: skip
     else:
         cmd = [sys.executable, "-c", HOLD_BOOK, str(folder)]
@@ -196,7 +196,7 @@ def test_an_import_during_a_batch_or_a_book_build_is_refused_in_one_line(
 KILLER = """
 import os, shutil, signal, sys
 from pathlib import Path
-from specdec_lib.results import bundle
+from specdec_study.results import bundle
 kill_at, exchange = int(sys.argv[3]), sys.argv[4] == "exchange"
 calls = [0]
 def counted(f):
@@ -326,7 +326,7 @@ def test_a_bundle_measured_under_another_profile_is_refused(
 
 
 def test_profile_problem_accepts_a_run_of_the_profile():
-    from specdec_lib.environment.profiles import load_profile
+    from specdec_study.environment.profiles import load_profile
 
     prof = load_profile("colab-t4")
     config = {

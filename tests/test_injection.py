@@ -17,8 +17,8 @@ import pytest
 from conftest import FAKE_SECRETS, files_containing
 from test_book import write_synthetic
 
-from specdec_lib.reporting.format import download_role, md_cell, md_code, md_table, md_text
-from specdec_lib.results.schema import result_problem
+from specdec_study.reporting.format import download_role, md_cell, md_code, md_table, md_text
+from specdec_study.results.schema import result_problem
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANTED = "planted-file-contents-5f3a9c"  # the contents of a local file a payload points at

@@ -164,7 +164,7 @@ def test_the_loopfree_bench_runs_the_int8_draft_and_keeps_only_the_arms_named():
 
     from test_bench import articles, loaded_tiny
 
-    from specdec_lib.bench.run import run_bench
+    from specdec_study.bench.run import run_bench
 
     loaded = loaded_tiny(torch.float32, n_layers=2, seed=0)
     result = run_bench(

@@ -1,5 +1,5 @@
 """A batch that would only reuse stored results keeps the executed notebooks as they are
-(`specdec_lib/runner/keep.py`): a fresh clone's `make evaluate` leaves `git status` clean. Any
+(`specdec_study/runner/keep.py`): a fresh clone's `make evaluate` leaves `git status` clean. Any
 reason to doubt the executed copy (forced, unfinished, other parameters or cells, a result not
 reused or not the one it shows) executes the notebook as before."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from specdec_lib.runner import keep
+from specdec_study.runner import keep
 
 ROOT = Path(__file__).resolve().parents[1]
 NB = "01_baseline"  # one experiment (baseline), one figure

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from specdec_lib.analysis import stats
+from specdec_study.analysis import stats
 
 ROOT = Path(__file__).resolve().parents[1]
 GLOSSARY = (ROOT / "book" / "glossary.md").read_text(encoding="utf-8")
@@ -36,7 +36,7 @@ def _embedded_with_identity(ident: dict | None):
     """The committed embedded profile, its transformer_draft's identity record replaced."""
     import copy
 
-    from specdec_lib.results.read import load_results
+    from specdec_study.results.read import load_results
 
     p = load_results("embedded", ROOT / "results")
     res = copy.deepcopy(p.get("transformer_draft"))
@@ -49,7 +49,7 @@ def _embedded_with_identity(ident: dict | None):
 
 
 def test_the_introduction_promises_an_explanation_of_divergences_only_where_there_were_some():
-    from specdec_lib.reporting import identity
+    from specdec_study.reporting import identity
 
     same = {"bfloat16": {"dtype": "bfloat16", "identical_fraction": 1.0, "n_prompts": 6}}
     clause = identity.identity_clause(_embedded_with_identity(same))
@@ -66,8 +66,8 @@ def test_the_introduction_promises_an_explanation_of_divergences_only_where_ther
 def test_the_transformer_draft_beside_the_earlier_study_states_its_measured_cost():
     """self:18:16384 was set beside the earlier study's 1B draft without saying it costs about
     what the target does; the note reads c from every arm that ran that spec."""
-    from specdec_lib.reporting import tables
-    from specdec_lib.results.read import load_results
+    from specdec_study.reporting import tables
+    from specdec_study.results.read import load_results
 
     p = load_results("embedded", ROOT / "results")
     cs = [

@@ -16,7 +16,7 @@ from specdec_lib.drafters.perturbed import NoiseDrafter, QuantDrafter, decoder_l
 from specdec_lib.drafters.registry import DraftContext, build, parse
 from specdec_lib.errors import SpecdecError
 from specdec_lib.models import LoadedModel
-from specdec_lib.runner.teacher_forced import teacher_forced_guesses
+from specdec_study.runner.teacher_forced import teacher_forced_guesses
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

@@ -1,13 +1,16 @@
-"""The package's layers, read from its source: no import cycle, arrows that run one way, facades
-only at the edges, the torch-free half loads no torch, and a top level that stays small.
+"""The packages' layers, read from their source: the library (specdec_lib) small and blind to the
+study (specdec_study), no import cycle, arrows that run one way, facades only at the edges, the
+torch-free half loads no torch, a top level that stays small, and plain imports (no
+`"module:function"` string, no module `__getattr__`, but the drafter grammar's lazy table).
 
-Reads the import statements of every module under specdec_lib/ with `ast` (imports inside
-functions count; those under `if TYPE_CHECKING:` do not, since they never run).
+Reads the import statements of every module under specdec_lib/ and specdec_study/ with `ast`
+(imports inside functions count; those under `if TYPE_CHECKING:` do not, since they never run).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +19,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "specdec_lib"
-FACADES = ("specdec_lib.study", "specdec_lib.report")  # the notebooks' and the book's APIs
+STUDY = ROOT / "specdec_study"
+LIBRARY_MAX_LINES = 7_000  # a library a newcomer reads in an afternoon
+FACADES = ("specdec_study.study", "specdec_study.pages")  # the notebooks' and the book's APIs
 GONE = ("specdec_lib.plots", "specdec_lib.present")  # facades that must not come back
 
 
@@ -65,7 +70,7 @@ def imports_of(path: Path, modules: set[str]) -> set[str]:
 
 
 def import_graph() -> dict[str, set[str]]:
-    paths = {module_name(p): p for p in PKG.rglob("*.py")}
+    paths = {module_name(p): p for pkg in (PKG, STUDY) for p in pkg.rglob("*.py")}
     modules = set(paths)
     return {m: imports_of(p, modules) for m, p in paths.items()}
 
@@ -112,6 +117,23 @@ def test_no_import_cycle_among_specdec_lib_modules():
     assert found == [], f"import cycles: {found}"
 
 
+def test_the_library_never_imports_the_study():
+    """Nothing in specdec_lib imports specdec_study, but `python -m specdec_lib` (its __main__
+    runs the study's command line under the name users type; no module imports __main__)."""
+    graph = import_graph()
+    wrong = {
+        m: sorted(d for d in deps if d.startswith("specdec_study"))
+        for m, deps in graph.items()
+        if m.startswith("specdec_lib") and m != "specdec_lib.__main__"
+    }
+    assert {m: d for m, d in wrong.items() if d} == {}
+
+
+def test_the_library_is_small():
+    lines = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in PKG.rglob("*.py"))
+    assert lines <= LIBRARY_MAX_LINES, f"specdec_lib has {lines} lines"
+
+
 def test_facades_only_at_the_edges():
     """study (notebooks) and report (the book) import packages; nothing in the library imports
     them, and the old facades plots/present are gone."""
@@ -125,13 +147,23 @@ def test_facades_only_at_the_edges():
 @pytest.mark.parametrize(
     ("layer", "must_not_import"),
     [
-        ("specdec_lib.core", ("specdec_lib.drafters", "specdec_lib.runner", "specdec_lib.bench")),
-        ("specdec_lib.drafters", ("specdec_lib.runner", "specdec_lib.bench")),
-        ("specdec_lib.measure", ("specdec_lib.runner", "specdec_lib.bench")),
-        ("specdec_lib.results", ("specdec_lib.environment.tracking", "specdec_lib.runner")),
-        ("specdec_lib.analysis", ("specdec_lib.reporting", "specdec_lib.runner")),
-        ("specdec_lib.runner", ("specdec_lib.reporting", "specdec_lib.environment.colab")),
-        ("specdec_lib.bench", ("specdec_lib.runner",)),
+        (
+            "specdec_lib.core",
+            ("specdec_lib.drafters", "specdec_study.runner", "specdec_study.bench"),
+        ),
+        ("specdec_lib.drafters", ("specdec_study.runner", "specdec_study.bench")),
+        ("specdec_lib.measure", ("specdec_study.runner", "specdec_study.bench")),
+        (  # the declarations are data: what runs and draws them sits above, never named here
+            "specdec_study.results",
+            (
+                "specdec_study.environment.tracking",
+                "specdec_study.runner",
+                "specdec_study.reporting",
+            ),
+        ),
+        ("specdec_study.analysis", ("specdec_study.reporting", "specdec_study.runner")),
+        ("specdec_study.runner", ("specdec_study.reporting", "specdec_study.environment.colab")),
+        ("specdec_study.bench", ("specdec_study.runner",)),
     ],
 )
 def test_arrows_run_one_way(layer, must_not_import):
@@ -148,13 +180,13 @@ def test_arrows_run_one_way(layer, must_not_import):
 @pytest.mark.parametrize(
     "module",
     [
-        "specdec_lib.report",
-        "specdec_lib.analysis.verdicts",
-        "specdec_lib.results.store",
-        "specdec_lib.results.catalog",
-        "specdec_lib.reporting.readings",
-        "specdec_lib.reporting.claims",
-        "specdec_lib.reporting.reproduce",
+        "specdec_study.pages",
+        "specdec_study.analysis.verdicts",
+        "specdec_study.results.store",
+        "specdec_study.results.catalog",
+        "specdec_study.reporting.readings",
+        "specdec_study.reporting.claims",
+        "specdec_study.reporting.reproduction_page",
     ],
 )
 def test_the_torch_free_half_loads_no_torch(module):
@@ -171,3 +203,95 @@ def test_the_top_level_shows_the_layers():
         p.name for p in PKG.glob("*.py") if p.name not in ("__init__.py", "__main__.py")
     )
     assert len(modules) <= 10, modules
+
+
+# a lazy reference `package.module:name` (an f-string's fields count as names); the drafter spec
+# grammar keeps its lazy table (a name a user types picks the builder), nothing else may
+REFERENCE = re.compile(r"^(?:[A-Za-z_]\w*|\{\})(?:\.(?:[A-Za-z_]\w*|\{\}))+:[A-Za-z_]\w*$")
+LAZY_TABLE = PKG / "drafters" / "registry.py"
+
+
+def indirections(source: str) -> list[str]:
+    """The `"package.module:name"` strings and the module-level `__getattr__`/`__dir__` (names
+    made up when asked for) in one module's source."""
+    tree = ast.parse(source)
+    found = [
+        f"def {node.name} (line {node.lineno})"
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name in ("__getattr__", "__dir__")
+    ]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        elif isinstance(node, ast.JoinedStr):
+            text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+        else:
+            continue
+        if REFERENCE.match(text):
+            found.append(f"{text!r} (line {node.lineno})")
+    return found
+
+
+def test_the_indirection_finder_finds_a_planted_reference_and_getattr():
+    """The check below, shown failing: a planted `"module:function"` string (plain or an
+    f-string) and a module `__getattr__` are found; drafter specs and times are not."""
+    planted = (
+        'RUN = "specdec_study.runner.single:run_baseline"\n'
+        'LAZY = f"{PKG}.base:build"\n'
+        "def __getattr__(name):\n    raise AttributeError(name)\n"
+        'OK = ("hf:greedy", "model:google/gemma-3-1b-pt", "adaptive:self:2", "12:30", "a.b: c")\n'
+    )
+    assert len(indirections(planted)) == 3
+    assert indirections((LAZY_TABLE).read_text(encoding="utf-8"))  # the one allowed table
+
+
+def test_no_module_function_string_or_module_getattr_outside_the_drafter_grammar():
+    """Plain imports inside the project: no `"package.module:name"` string names code to load
+    later and no module makes its names up in `__getattr__` (issue 40), except the drafter spec
+    grammar's lazy table (`specdec_lib/drafters/registry.py`). Planting
+    `X = "specdec_study.runner.single:run_baseline"` in specdec_study/study.py fails it."""
+    found = {
+        str(p.relative_to(ROOT)): hits
+        for pkg in (PKG, STUDY)
+        for p in sorted(pkg.rglob("*.py"))
+        if p != LAZY_TABLE and (hits := indirections(p.read_text(encoding="utf-8")))
+    }
+    assert found == {}, f"lazy references left: {found}"
+
+
+# The one kind of shared file name allowed: an experiment's modules keep its name in each layer
+# (runner: its rows; analysis: its summary, rule and declaration; reporting: its book tables;
+# reporting/figures: its drawing), as specdec_study/__init__.py says; and `tree`, the tree
+# verification (core) and the tree drafter (drafters), one concept at two layers of the library.
+SAME_CONCEPT_LAYERS = {
+    "specdec_study/runner",
+    "specdec_study/analysis",
+    "specdec_study/reporting",
+    "specdec_study/reporting/figures",
+}
+SAME_CONCEPT_PAIRS = {"tree.py": {"specdec_lib/core", "specdec_lib/drafters"}}
+
+
+def shared_names(paths: list[Path]) -> dict[str, set[str]]:
+    """File name -> the folders holding a module of that name, where more than one does and
+    the sharing is not one of the allowed kinds above."""
+    where: dict[str, set[str]] = {}
+    for p in paths:
+        if p.name not in ("__init__.py", "__main__.py"):
+            where.setdefault(p.name, set()).add(p.parent.relative_to(ROOT).as_posix())
+    return {
+        name: dirs
+        for name, dirs in where.items()
+        if len(dirs) > 1
+        and not dirs <= SAME_CONCEPT_LAYERS
+        and SAME_CONCEPT_PAIRS.get(name) != dirs
+    }
+
+
+def test_no_two_modules_share_a_name_but_an_experiment_across_its_layers():
+    """Planted clash it catches: a library `core/sampling.py` beside the study's experiment
+    module of the same name (the clash this rule removed)."""
+    planted = [ROOT / "specdec_lib/core/sampling.py", ROOT / "specdec_study/runner/sampling.py"]
+    assert shared_names(planted) == {"sampling.py": {"specdec_lib/core", "specdec_study/runner"}}
+    paths = [p for pkg in (PKG, STUDY) for p in pkg.rglob("*.py")]
+    assert shared_names(paths) == {}

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from specdec_lib.results.schema import (
+from specdec_study.results.schema import (
     LIST_COLUMNS,
     decode_list,
     decode_row,
     encode_list,
 )
-from specdec_lib.results.store import Checkpoint, ResultStore, read_rows, write_rows
+from specdec_study.results.store import Checkpoint, ResultStore, read_rows, write_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = sorted((ROOT / "results").glob("*/*/*.csv"))

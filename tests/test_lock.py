@@ -12,7 +12,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from specdec_lib import ROOT
-from specdec_lib.environment import colab
+from specdec_study.environment import colab
 
 LOCK = ROOT / "requirements-lock.txt"
 

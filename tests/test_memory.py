@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import torch
 
-from specdec_lib.environment import tracking
 from specdec_lib.models import loading
+from specdec_study.environment import tracking
 
 
 def test_weights_go_straight_onto_a_cuda_device_with_accelerate(monkeypatch):
@@ -45,7 +45,7 @@ def test_memory_peaks_are_in_mib_and_gpu_only_on_cuda():
 
 
 def test_env_json_records_the_memory_peaks(monkeypatch):
-    from specdec_lib.runner import execute
+    from specdec_study.runner import execute
 
     model = torch.nn.Linear(2, 2)
     loaded = SimpleNamespace(model=model, dtype=torch.float32)
@@ -62,7 +62,7 @@ def test_a_multimodal_gemma3_loads_as_its_text_model_with_the_same_logits(tmp_pa
     model is loaded, no vision weight is in memory, and the logits are the full model's."""
     from transformers import Gemma3ForCausalLM
 
-    from specdec_lib.runner.tiny import tiny_random_model
+    from specdec_study.runner.tiny import tiny_random_model
 
     full = tiny_random_model("float32", vocab=64, hidden=32, layers=2, conditional=True)
     full.model.save_pretrained(tmp_path)

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from specdec_lib.analysis import stats
-from specdec_lib.analysis.metrics import first_divergence, repeated_ngram_share
+from specdec_lib.measure.metrics import first_divergence, repeated_ngram_share
+from specdec_study.analysis import stats
 
 
 def bootstrap_ci(values, stat=np.median, **kw) -> tuple[float, float, float]:

@@ -21,7 +21,7 @@ from specdec_lib.models import LoadedModel, device, embedded, loading, pairing
 from specdec_lib.models.device import resolve_device, resolve_dtype
 from specdec_lib.models.loading import load_model
 from specdec_lib.models.pairing import eos_token_ids, shared_vocab_size
-from specdec_lib.runner.tiny import text_config
+from specdec_study.runner.tiny import text_config
 
 SPECIALS = ["<pad>", "<eos>", "<bos>", "<unk>"]  # ids 0..3, as in Gemma
 
@@ -120,7 +120,7 @@ def test_float16_for_gemma3_is_a_one_line_specdec_error(monkeypatch: pytest.Monk
 
 
 def test_env_records_whether_bf16_is_native(monkeypatch: pytest.MonkeyPatch) -> None:
-    from specdec_lib.environment.tracking import precision_facts
+    from specdec_study.environment.tracking import precision_facts
 
     for capability, native in (((7, 5), False), ((8, 6), True)):
         monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d=None, c=capability: c)

@@ -1,5 +1,5 @@
 """Committed notebooks carry no local absolute path, no progress-bar log and no warning; the
-batch's scrub (specdec_lib.environment.scrub) removes each of them and the Makefile runs it on
+batch's scrub (specdec_study.environment.scrub) removes each of them and the Makefile runs it on
 every notebook papermill writes.
 
 Reads the committed notebooks' JSON only: no kernel, no model.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from specdec_lib.environment import scrub
+from specdec_study.environment import scrub
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = sorted([*ROOT.glob("results/*/notebooks/*.ipynb"), *ROOT.glob("notebooks/*.ipynb")])
@@ -42,7 +42,7 @@ def test_committed_notebook_is_clean(path):
     found = scrub.problems(_nb(path))
     assert found == [], (
         f"{path.relative_to(ROOT)}: {found[:5]} (python -m "
-        "specdec_lib.environment.scrub NOTEBOOK cleans it)"
+        "specdec_study.environment.scrub NOTEBOOK cleans it)"
     )
 
 
@@ -138,4 +138,4 @@ def test_the_batch_scrubs_every_notebook_papermill_writes():
     make = (ROOT / "Makefile").read_text(encoding="utf-8")
     loop = make[make.index("_evaluate-locked:") :]
     loop = loop[: loop.index("done;")]
-    assert loop.index("papermill") < loop.index("-m specdec_lib.environment.scrub $(OUT_NB)/")
+    assert loop.index("papermill") < loop.index("-m specdec_study.environment.scrub $(OUT_NB)/")

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import FAKE_SECRETS, files_containing
 
-from specdec_lib.analysis.summary import ArmSummary
-from specdec_lib.results import catalog
-from specdec_lib.results.schema import decode_row, shape_problem, summary_problem
+from specdec_study.analysis.summary import ArmSummary
+from specdec_study.results import catalog
+from specdec_study.results.schema import decode_row, shape_problem, summary_problem
 
 pm = pytest.importorskip("papermill")
 

@@ -14,13 +14,13 @@ import torch
 from conftest import VOCAB, random_prompt, stepwise_greedy, tiny_gemma
 from scipy.stats import chi2 as chi2_dist
 
-from specdec_lib import study
-from specdec_lib.analysis import stats
 from specdec_lib.config import SamplingConfig
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import speculative_decode
 from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.errors import SpecdecError
+from specdec_study import study
+from specdec_study.analysis import stats
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 DRAFT_VOCAB = 80  # the target (conftest) has VOCAB = 96
@@ -152,7 +152,7 @@ def tiny_pair():
 
 
 def test_hf_assisted_generation_gets_both_tokenizers_when_vocab_sizes_differ(tiny_pair):
-    from specdec_lib.measure.peers import hf_generate
+    from specdec_lib.measure.huggingface import hf_generate
 
     target, draft = tiny_pair
     prompt = target.tokenizer.encode("The castle was built in the")
@@ -172,7 +172,7 @@ def test_hf_assisted_generation_gets_both_tokenizers_when_vocab_sizes_differ(tin
 
 
 def test_hf_generate_stops_on_nan_logits(tiny_pair):
-    from specdec_lib.measure.peers import hf_generate
+    from specdec_lib.measure.huggingface import hf_generate
 
     target, _ = tiny_pair
     bad = copy.copy(target)
@@ -201,7 +201,7 @@ def test_self_draft_finds_the_decoder_of_a_conditional_generation_model(tiny_pai
 def test_gpu_check_skips_with_one_line_without_cuda(tmp_path, monkeypatch, capsys):
     import json
 
-    from specdec_lib.environment import gpu_check
+    from specdec_study.environment import gpu_check
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     out = tmp_path / "report.json"

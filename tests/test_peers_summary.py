@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from specdec_lib.analysis.peers import drop_acceptance, peers_summary
+from specdec_study.analysis.peers import drop_acceptance, peers_summary
 
 # two prompts; rows listed out of prompt order on purpose
 ROWS = [

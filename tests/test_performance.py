@@ -1,31 +1,34 @@
-"""The performance chapter reads every number from bench.txt: a changed copy of the file changes
-the page, the page's own prose types no number, and a file without the bench's JSON line is
-refused in one line. Reads the committed results/embedded/bench.txt; no model, no timing."""
+"""The performance chapter reads every number from a bench run's folder: a changed copy of its
+summary.json changes the page, the page's own prose types no number, and a missing or damaged
+folder is refused in one line. Reads the committed results/embedded/bench/; no model, no
+timing."""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
 from specdec_lib.errors import SpecdecError
-from specdec_lib.reporting import performance as perf
+from specdec_study.bench.record import FILES, LOG
+from specdec_study.reporting import performance as perf
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCH = ROOT / "results" / "embedded" / perf.BENCH_FILE
+BENCH = ROOT / "results" / "embedded" / perf.BENCH_RUN
 PAGE = ROOT / "book" / "performance.md"
 
 
 def _planted(tmp_path: Path, change) -> Path:
-    """A copy of the committed bench.txt whose JSON line went through change(data)."""
-    lines = BENCH.read_text(encoding="utf-8").splitlines()
-    data = json.loads(lines[-1])
+    """A copy of the committed bench folder whose summary.json went through change(data)."""
+    out = tmp_path / perf.BENCH_RUN
+    shutil.copytree(BENCH, out)
+    data = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     change(data)
-    out = tmp_path / perf.BENCH_FILE
-    out.write_text("\n".join([*lines[:-1], json.dumps(data)]) + "\n", encoding="utf-8")
+    (out / "summary.json").write_text(json.dumps(data), encoding="utf-8")
     return out
 
 
@@ -59,7 +62,7 @@ def test_a_changed_bench_file_changes_the_page(tmp_path):
         and f"`long_c100`: {tree_ident:.0%} of 10" in before
     )
     assert "repetition 0.61-0.99)" in after and "7.77x" not in before
-    from specdec_lib.reporting.format import md_cell  # a cell's text is escaped literal text
+    from specdec_study.reporting.format import md_cell  # a cell's text is escaped literal text
 
     assert f"| 4 | {md_cell('7.77x')} |" in after and "ceiling is 7.77x at K = 4" in after
     assert "which rounding does not explain" in after and "rounding does not" not in before
@@ -70,20 +73,45 @@ def test_the_chapter_page_types_no_number_and_is_in_the_toc():
     prose = re.sub(r"```.*?```", "", text.split("---", 2)[2], flags=re.S)
     # names, not measurements: the column "4-gram repetition" and the intervals' 95% level
     prose = prose.replace("4-gram", "").replace("95%", "")
-    assert re.findall(r"\d", prose) == [], "numbers belong to bench.txt, not the page"
+    assert re.findall(r"\d", prose) == [], "numbers belong to the bench run, not the page"
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
     files = [c["file"] for part in toc["parts"] for c in part["chapters"]]
     assert "book/performance" in files
 
 
-def test_a_file_without_the_bench_line_is_refused_in_one_line(tmp_path):
-    bad = tmp_path / perf.BENCH_FILE
-    bad.write_text("# a table only\nbaseline 14.4\n", encoding="utf-8")
-    with pytest.raises(SpecdecError, match="has no bench JSON line") as e:
-        perf.read_bench(bad)
-    assert "\n" not in str(e.value)
-    with pytest.raises(SpecdecError, match="cannot read"):
-        perf.read_bench(tmp_path / "absent.txt")
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda d: shutil.rmtree(d), "no bench folder"),
+        (lambda d: (d / "summary.json").unlink(), "cannot read"),
+        (lambda d: (d / "env.json").unlink(), "cannot read"),
+        (lambda d: (d / "config.json").write_text("[1]", encoding="utf-8"), "not a JSON object"),
+        (lambda d: (d / "summary.json").write_text('{"groups": ', encoding="utf-8"), "not JSON"),
+        (lambda d: (d / "summary.json").write_text('{"bench": 1}', encoding="utf-8"), "no bench"),
+    ],
+)
+def test_a_missing_or_damaged_bench_folder_is_refused_in_one_line(tmp_path, damage, said):
+    folder = tmp_path / perf.BENCH_RUN
+    shutil.copytree(BENCH, folder)
+    assert perf.read_bench(folder)["groups"]  # whole before the damage
+    damage(folder)
+    with pytest.raises(SpecdecError, match=said) as e:
+        perf.read_bench(folder)
+    assert "\n" not in str(e.value) and str(folder) in str(e.value)
+
+
+def test_the_committed_runs_are_the_printed_files_in_the_result_layout():
+    """Each committed run's folder holds the four files; its header is bench.log's first line
+    and its config names the groups and settings its summary ran."""
+    for run in perf.BENCH_RUNS:
+        folder = BENCH.parent / run
+        assert sorted(p.name for p in folder.iterdir()) == sorted(FILES)
+        b = perf.read_bench(folder)
+        log = (folder / LOG).read_text(encoding="utf-8").splitlines()
+        assert log[0] == f"# {b['_header']}" and any(ln.startswith("group ") for ln in log)
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        assert config["groups"] == b["groups_run"] and config["ks"] == b["ks"]
+        assert (config["n_prompts"], config["contexts"]) == (b["n_prompts"], b["contexts"])
 
 
 def test_target_direction_follows_the_file_not_a_list_of_names():
@@ -93,12 +121,12 @@ def test_target_direction_follows_the_file_not_a_list_of_names():
     assert t.loc["`best_vs_hf_best_c100`", "threshold"].startswith(">=")
 
 
-LOOPFREE = ROOT / "results" / "embedded" / perf.LOOPFREE_FILE
+LOOPFREE = ROOT / "results" / "embedded" / perf.LOOPFREE_RUN
 
 
 def test_the_loop_free_run_reads_with_its_settings_strata_and_provenance():
-    """bench-loopfree.txt: each group's heading names its decoding (from the file), the strata
-    table's cells are the file's thirds, and the provenance names that file, not bench.txt."""
+    """bench-loopfree/: each group's heading names its decoding (from the run), the strata
+    table's cells are the run's thirds, and the provenance names that run, not bench/."""
     b = perf.read_bench(LOOPFREE)
     assert set(b["groups"]) == {"rp_c100", "t07_c100"}
     arms = perf.arms_markdown(b)
@@ -112,36 +140,36 @@ def test_the_loop_free_run_reads_with_its_settings_strata_and_provenance():
         v = t["ours_vs_hf"]
         cell = f"{v['value']:.2f}x [{v['ci_low']:.2f}, {v['ci_high']:.2f}], n={t['n']}"
         assert row["ours x HF's"] == cell
-    prov = perf.provenance_markdown(b, perf.LOOPFREE_FILE)
-    assert "`bench-loopfree.txt`" in prov and "--groups loopfree" in prov
-    assert "`bench.txt`" in perf.provenance_markdown(perf.read_bench(BENCH))
+    prov = perf.provenance_markdown(b, perf.LOOPFREE_RUN)
+    assert "`bench-loopfree/`" in prov and "--groups loopfree" in prov
+    assert "`bench/`" in perf.provenance_markdown(perf.read_bench(BENCH))
 
 
 def test_the_loop_free_run_s_numbers_are_claims_that_recompute():
-    """Every number of the loop-free file is a claim of its own name that recomputes from it."""
-    from specdec_lib.report import load_results
-    from specdec_lib.reporting.claims import performance_claims, recompute
+    """Every number of the loop-free run is a claim of its own name that recomputes from it."""
+    from specdec_study.pages import load_results
+    from specdec_study.reporting.claims import performance_claims, recompute
 
     p = load_results("embedded")
     cs = [c for c in performance_claims(p) if c.name.startswith("bench-loopfree: ")]
     key = "bench-loopfree: targets / best_vs_hf_best_t07_c100"
     assert any(c.name.startswith(key) for c in cs), [c.name for c in cs][:5]
     for c in cs:
-        assert "bench-loopfree.txt" in c.source
+        assert c.source.endswith("/bench-loopfree/summary.json")
         assert recompute(c, p) == pytest.approx(c.value, nan_ok=True)
 
 
-def test_each_bench_file_names_its_cpu_kind_and_what_the_presets_resolved_to(tmp_path):
-    """The machines table: one row per bench file; a file from before the `cpu` and `presets`
-    fields gives the header's CPU numbers and the static table's configurations; a newer file
-    its JSON's, escaped (a backtick in a spec or CPU name cannot break the table)."""
-    committed = perf.bench_files(BENCH.parent)
-    assert {perf.BENCH_FILE, perf.LOOPFREE_FILE} <= set(committed)
-    old = perf.bench_cpu(committed[perf.BENCH_FILE])
+def test_each_bench_run_names_its_cpu_kind_and_what_the_presets_resolved_to(tmp_path):
+    """The machines table: one row per bench run; a run from before the `cpu` and `presets`
+    fields gives the header's CPU numbers and the static table's configurations; a newer run
+    its summary's, escaped (a backtick in a spec or CPU name cannot break the table)."""
+    committed = perf.bench_dirs(BENCH.parent)
+    assert {perf.BENCH_RUN, perf.LOOPFREE_RUN} <= set(committed)
+    old = perf.bench_cpu(committed[perf.BENCH_RUN])
     assert (old["family"], old["model"]) == (6, 167)
-    row = perf.machines_table({perf.BENCH_FILE: committed[perf.BENCH_FILE]}).iloc[0]
+    row = perf.machines_table({perf.BENCH_RUN: committed[perf.BENCH_RUN]}).iloc[0]
     assert "`ngram`, K = 7 (static table)" == row["best"]
-    best = committed[perf.BENCH_FILE]["groups"]["long_c100"]["arms"]["best"]["speedup"]
+    best = committed[perf.BENCH_RUN]["groups"]["long_c100"]["arms"]["best"]["speedup"]
     assert f"`long_c100` {best['value']:.2f}x" in row["best x our baseline"]
 
     def change(d):
@@ -162,19 +190,17 @@ def test_each_bench_file_names_its_cpu_kind_and_what_the_presets_resolved_to(tmp
         d["best_long"] = {"name": "best", "draft": "int8w:32768", "k": 4}
 
     new = perf.read_bench(_planted(tmp_path, change))
-    row = perf.machines_table({"bench-epyc.txt": new}).iloc[0]
+    row = perf.machines_table({"bench-epyc": new}).iloc[0]
     assert "family 25 model 1" in row["CPU kind"] and row["dtype"] == "float32"
     assert row["best"] == "`int8w:32768`, K = 4 (calibration: 1.96x over our baseline, n=1)"
     assert row["best_short"].startswith("``look`up``, K = 4 (static table)")
-    from specdec_lib.reporting.format import md_table
+    from specdec_study.reporting.format import md_table
 
-    table = md_table(perf.machines_table({"bench-epyc.txt": new}))
-    listed = perf.machines_markdown(
-        {"bench-epyc.txt": new, perf.BENCH_FILE: committed[perf.BENCH_FILE]}
-    )
+    table = md_table(perf.machines_table({"bench-epyc": new}))
+    listed = perf.machines_markdown({"bench-epyc": new, perf.BENCH_RUN: committed[perf.BENCH_RUN]})
     assert len(listed.splitlines()) == 2  # one line per CPU kind and dtype
-    both = perf.machines_markdown(committed)  # the committed files: one kind, both files
-    assert len(both.splitlines()) == 1 and "`bench.txt`" in both and "`bench-loopfree.txt`" in both
+    both = perf.machines_markdown(committed)  # the committed runs: one kind, both runs
+    assert len(both.splitlines()) == 1 and "`bench`" in both and "`bench-loopfree`" in both
     for text in (table, listed):  # the CPU's name is literal text, the spec a whole code span
         assert "EPYC&#96;x" in text and "EPYC`x" not in text
         assert "``look`up``" in text

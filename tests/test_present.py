@@ -7,8 +7,8 @@ import re
 import pytest
 from test_book import write_synthetic
 
-from specdec_lib.report import NOTEBOOKS
-from specdec_lib.reporting import readings as present
+from specdec_study.pages import NOTEBOOKS
+from specdec_study.reporting import readings as present
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def test_every_figure_the_batch_draws_has_a_written_caption():
 
 
 def test_reconciliation_lists_each_measurement_of_the_same_setup(synthetic):
-    from specdec_lib.reporting import reconcile
+    from specdec_study.reporting import reconcile
 
     spec, k = reconcile.setup_of(synthetic)
     rows = reconcile.measurements(synthetic)
@@ -66,7 +66,7 @@ def test_reconciliation_lists_each_measurement_of_the_same_setup(synthetic):
 
 
 def test_the_agreement_rule_is_one_common_value_in_every_interval():
-    from specdec_lib.reporting.reconcile import overlap
+    from specdec_study.reporting.reconcile import overlap
 
     assert overlap([{"ci_low": 0.9, "ci_high": 1.1}, {"ci_low": 1.0, "ci_high": 1.2}])
     assert not overlap([{"ci_low": 0.9, "ci_high": 0.95}, {"ci_low": 1.0, "ci_high": 1.2}])
@@ -76,7 +76,7 @@ def test_declared_figures_are_the_committed_results_figures():
     """Each experiment's declared figures are exactly the PNGs of its committed embedded result
     (what execute draws is what the study has always written)."""
     from specdec_lib import ROOT
-    from specdec_lib.results import catalog
+    from specdec_study.results import catalog
 
     for e in catalog.EXPERIMENTS:
         have = sorted(p.name for p in (ROOT / "results/embedded" / e / "figures").glob("*.png"))

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from specdec_lib import cli
 from specdec_lib.drafters import presets as P
 from specdec_lib.drafters.registry import PRESETS, parse
 from specdec_lib.errors import SpecdecError
+from specdec_study import cli
 
 NGRAM, INT8W, LOOKUP, SHARED = P.CANDIDATES
 
@@ -103,7 +103,7 @@ def test_calibrate_presets_stores_the_choice_of_the_rule_from_the_runs_rows():
     import torch
     from test_bench import loaded_tiny, prompt
 
-    from specdec_lib.bench.calibrate_presets import calibrate_presets
+    from specdec_study.bench.calibrate_presets import calibrate_presets
 
     seen = []
 
@@ -215,7 +215,7 @@ def test_generate_with_a_corrupt_cache_prints_one_line_and_loads_nothing(cache, 
 
 
 def test_the_bench_refuses_an_unknown_presets_mode_in_one_line():
-    from specdec_lib.bench.run import _preset_entries
+    from specdec_study.bench.run import _preset_entries
 
     with pytest.raises(SpecdecError, match="--presets takes"):
         _preset_entries("fastest")
@@ -239,7 +239,7 @@ def test_a_calibration_without_a_lossless_candidate_falls_back_to_the_static_tab
 
 
 def test_the_bench_records_what_each_preset_resolved_to_and_from_what():
-    from specdec_lib.bench.run import preset_config
+    from specdec_study.bench.run import preset_config
 
     res = P.resolve("best", "k", {"k": record({"spec": "int8w:32768", "k": 4, "speedup": 2.0})})
     cfg = preset_config("best", res)
@@ -255,8 +255,8 @@ def test_the_bench_records_what_each_preset_resolved_to_and_from_what():
 def test_the_study_resolves_a_preset_through_the_static_table_whatever_the_cache_holds(cache):
     """The agreement experiment names `continuation_by: best`: its config (and hash) must not
     depend on the machine, so `registry.parse` never reads the calibration cache."""
-    from specdec_lib import study
-    from specdec_lib.runner.agreement import agreement_config
+    from specdec_study import study
+    from specdec_study.runner.agreement import agreement_config
 
     mine = P.cache_key(P.machine_key("cpu"), "bfloat16", "embedded")
     P.write_cache(mine, record({"spec": "int8w:32768", "k": 4, "speedup": 9.0}))

@@ -30,7 +30,7 @@ from specdec_lib.core.processors import RepetitionControl
 from specdec_lib.core.sampling import logits_to_probs, make_generator
 from specdec_lib.drafters.ngram import NgramDrafter
 from specdec_lib.errors import SpecdecError
-from specdec_lib.measure.peers import hf_generate
+from specdec_lib.measure.huggingface import hf_generate
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from specdec_lib import ROOT
-from specdec_lib.analysis.rules import SECOND_ROUND_SHA256, rules_sha256
-from specdec_lib.environment import provenance
+from specdec_study.analysis.rules import SECOND_ROUND_SHA256, rules_sha256
+from specdec_study.environment import provenance
 
 
 def git(*args: str) -> str:
@@ -93,7 +93,7 @@ def test_env_records_which_measuring_files_differ_from_the_commit(tmp_path):
     files of the measuring code changed or added since that commit ([] when it is the code), and
     is None outside a git checkout. Other files (a chapter, a test) and ignored ones are not
     listed."""
-    from specdec_lib.environment.tracking import git_modified
+    from specdec_study.environment.tracking import git_modified
 
     def run(*args: str) -> None:
         subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)

@@ -23,18 +23,17 @@ from pathlib import Path
 
 import pytest
 
-from specdec_lib import cli, study
-from specdec_lib import report as R
-from specdec_lib.analysis import rules
 from specdec_lib.config import config_hash
-from specdec_lib.environment.profiles import load_profile
-from specdec_lib.environment.secrets import STORED_SECRETS
-from specdec_lib.reporting.format import md_cell
-from specdec_lib.results import bundle, catalog
-from specdec_lib.results.declare import load
-from specdec_lib.runner import agreement as agreement_runner
-from specdec_lib.runner import t4
-from specdec_lib.runner.context_sweep import sweep_config
+from specdec_study import cli, study
+from specdec_study import pages as R
+from specdec_study.analysis import rules
+from specdec_study.environment.profiles import load_profile
+from specdec_study.environment.secrets import STORED_SECRETS
+from specdec_study.reporting.format import md_cell
+from specdec_study.results import bundle, catalog
+from specdec_study.runner import agreement as agreement_runner
+from specdec_study.runner import t4
+from specdec_study.runner.context_sweep import sweep_config
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,7 +71,7 @@ QUICK_EXPERIMENTS = ("agreement", "context_sweep", "context_sweep_nocache")
 def test_the_quick_profile_runs_what_decides_h1_to_h4(tmp_path):
     prof = load_profile(catalog.QUICK_PROFILE)
     assert set(prof["experiments"]) == set(QUICK_EXPERIMENTS)
-    assert {load(r).name for r in catalog.QUICK.experiments} == set(prof["experiments"])
+    assert {e.name for e in catalog.QUICK.experiments} == set(prof["experiments"])
     S = study.setup(catalog.QUICK_PROFILE, results_dir=str(tmp_path))
     ag, sw = agreement_runner.agreement_config(S), sweep_config(S, "context_sweep")
     off = sweep_config(S, "context_sweep_nocache")
@@ -84,9 +83,9 @@ def test_the_quick_profile_runs_what_decides_h1_to_h4(tmp_path):
 
 
 def embedded_finding(key: str):
-    from specdec_lib.analysis.verdicts import findings
-    from specdec_lib.reporting.earlier import earlier_recomputed
-    from specdec_lib.results.read import load_results
+    from specdec_study.analysis.verdicts import findings
+    from specdec_study.reporting.earlier import earlier_recomputed
+    from specdec_study.results.read import load_results
 
     found = {f.key: f for f in findings(load_results("embedded"), earlier_recomputed())}
     if found[key].label == rules.NOT_TESTED:
@@ -110,10 +109,10 @@ def test_the_quick_cache_off_prompts_decide_h1_and_h2_at_the_stated_t4_costs(key
 
 
 def test_the_quick_profile_states_the_minutes_its_estimator_gives():
-    """The profile's comment says the estimate `python -m specdec_lib.runner.t4` prints: its
+    """The profile's comment says the estimate `python -m specdec_study.runner.t4` prints: its
     stated step time and its total minutes, which lie within the 20-minute budget."""
-    from specdec_lib.environment.real_shapes import TARGET
-    from specdec_lib.runner.estimate import _span
+    from specdec_study.environment.real_shapes import TARGET
+    from specdec_study.runner.estimate import _span
 
     header = " ".join(
         line.lstrip("# ").strip()
@@ -129,8 +128,8 @@ def test_the_quick_profile_states_the_minutes_its_estimator_gives():
 def test_the_quick_counts_detect_the_published_fall_by_the_committed_power():
     """The profile's comment, recomputed: the widest separate draft's detectable distance at the
     embedded profile's n, scaled to the quick counts, is within the published distance."""
-    from specdec_lib.analysis.verdicts import ladder
-    from specdec_lib.results.read import load_results
+    from specdec_study.analysis.verdicts import ladder
+    from specdec_study.results.read import load_results
 
     res = load_results("embedded").get("agreement")
     if res is None:
@@ -370,8 +369,8 @@ import json, os, subprocess, sys, time, types
 from pathlib import Path
 
 sys.path.insert(0, {root!r})
-from specdec_lib.environment import colab
-from specdec_lib.runner import agreement
+from specdec_study.environment import colab
+from specdec_study.runner import agreement
 
 HERE = Path({here!r})
 colab.DRIVE = {drive!r}

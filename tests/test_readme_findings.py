@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from specdec_lib import report as R
-from specdec_lib.reporting import headline as H
+from specdec_study import pages as R
+from specdec_study.reporting import headline as H
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEEDUP = re.compile(r"\d+\.\d\dx \[\d+\.\d\d, \d+\.\d\d\]")
@@ -23,7 +23,7 @@ def findings() -> str:
 def computed() -> set[str]:
     """Page one's speedups, formatted as the README writes them ('2.33x [2.08, 2.79]')."""
     p = R.load_results("embedded", ROOT / "results")
-    benches = H.bench_files(p)
+    benches = H.bench_runs(p)
     found = []
     for b in benches.values():
         found += [*H.looping(b).values(), *H.loop_free(b).values()]

@@ -30,7 +30,7 @@ def test_greedy_speculation_equals_baseline_on_wikitext(embedded, wikitext_promp
 def test_cli_generate_json_on_embedded(capsys):
     import json
 
-    from specdec_lib.cli import main
+    from specdec_study.cli import main
 
     code = main(
         [

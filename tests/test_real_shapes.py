@@ -10,8 +10,8 @@ from dataclasses import replace
 import pytest
 import torch
 
-from specdec_lib.environment import real_shapes
-from specdec_lib.environment.real_shapes import DRAFT, SHAPES, TARGET
+from specdec_study.environment import real_shapes
+from specdec_study.environment.real_shapes import DRAFT, SHAPES, TARGET
 
 SCALE = 32
 CONTEXT = 40  # beyond both scaled sliding windows (32 and 16): the local layers' masks are used

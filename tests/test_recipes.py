@@ -1,9 +1,10 @@
 """The recipes in CONTRIBUTING.md, followed step by step with toy material: each says how to add
 one thing and that it takes the files it names, no more. The toy experiment and figure are declared
-here and registered by monkeypatching the one list (`results.catalog.STUDY`): a declared
-experiment reaches the catalog, the readings, the notebook generator and `study.run_toy` (no line
-in study.py), and runs in a profile that names it not with its declared defaults; a declared
-figure is drawn into a result directory and captioned."""
+here and registered by monkeypatching the places the recipes name (the one list
+`results.catalog.STUDY`, `runner.experiments.RUNNERS`, study.py's import, and
+`reporting.figures.declared.DRAWINGS`): a declared experiment reaches the catalog, the readings,
+the notebook generator and `study.run_toy`, and runs in a profile that names it not with its
+declared defaults; a declared figure is drawn into a result directory and captioned."""
 
 from __future__ import annotations
 
@@ -21,11 +22,12 @@ from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import speculative_decode
 from specdec_lib.drafters import registry
 from specdec_lib.drafters.adaptive import AdaptiveDrafter
-from specdec_lib.environment.profiles import load_profile, validate
 from specdec_lib.errors import SpecdecError
 from specdec_lib.models import LoadedModel
-from specdec_lib.results import catalog
-from specdec_lib.results.declare import Experiment, Figure, Notebook, load
+from specdec_study.environment.profiles import load_profile, validate
+from specdec_study.results import catalog
+from specdec_study.results.declare import Experiment, Figure, Notebook
+from specdec_study.runner.experiments import RUNNERS, Runner
 
 # Step 1 of "Add a drafter in one file": the module, with its drafter class and its builder.
 TOY_DRAFTER = '''"""A toy drafter: guesses that the last token repeats."""
@@ -110,7 +112,7 @@ def run_toy(S: Any) -> None:
 
 def toy_bars(summary: dict[str, Any], rows: list[dict[str, Any]]) -> Any:
     """The toy figure: one bar per row."""
-    from specdec_lib.reporting.figures import new_figure
+    from specdec_study.reporting.figures import new_figure
 
     fig, (ax,) = new_figure()
     ax.bar([r["method"] for r in rows], [r["wall_s"] for r in rows])
@@ -120,8 +122,6 @@ def toy_bars(summary: dict[str, Any], rows: list[dict[str, Any]]) -> Any:
 TOY = Experiment(
     "toy",
     "a toy experiment that the recipes' test declares",
-    run="test_recipes:run_toy",
-    config="test_recipes:toy_config",
     call="study.run_toy(study_run)",
     defaults={"n_prompts": 1},  # what a profile without a `toy` section runs it with
     config_shape=ToyConfig,  # the shape of its config.json, checked on write and read
@@ -129,14 +129,12 @@ TOY = Experiment(
 TOY_WITH_FIGURE = Experiment(
     "toy",
     TOY.what,
-    run=TOY.run,
-    config=TOY.config,
     call=TOY.call,
     defaults=TOY.defaults,
     config_shape=TOY.config_shape,
-    figures=(Figure("toy_bars.png", "test_recipes:toy_bars", TOY_CAPTION),),
+    figures=(Figure("toy_bars.png", TOY_CAPTION),),
 )
-TOY_NOTEBOOK = Notebook("08_toy", "Toy", "A toy notebook. Writes `toy/`.", ("test_recipes:TOY",))
+TOY_NOTEBOOK = Notebook("08_toy", "Toy", "A toy notebook. Writes `toy/`.", (TOY,))
 
 
 def _generator() -> Any:
@@ -149,23 +147,26 @@ def _generator() -> Any:
 
 
 def test_experiment_recipe_toy_reaches_catalog_readings_and_notebooks(monkeypatch):
-    """Add an experiment: its declaration plus one entry in the one list is all the catalog,
-    the study's API, the readings and the notebook generator need; the profiles that name it
-    not run it with its declared defaults."""
-    from specdec_lib import study
-    from specdec_lib.reporting import readings
-    from specdec_lib.results.schema import config_problem
-    from specdec_lib.runner.context import Study
+    """Add an experiment: its declaration, one entry in the one list, its run and config in
+    the runners' table and its run in study.py are all the catalog, the study's API, the
+    readings and the notebook generator need; the profiles that name it not run it with its
+    declared defaults."""
+    from specdec_study import study
+    from specdec_study.reporting import readings
+    from specdec_study.results.schema import config_problem
+    from specdec_study.runner.session import Study
 
-    monkeypatch.setattr(catalog, "STUDY", (*catalog.STUDY, TOY_NOTEBOOK))
-    assert catalog.NOTEBOOKS["08_toy"] == ("toy",)
-    assert catalog.EXPERIMENTS[-1] == "toy"
+    notebooks = (*catalog.STUDY, TOY_NOTEBOOK)
+    monkeypatch.setattr(catalog, "STUDY", notebooks)  # its entry in the one list
+    monkeypatch.setitem(RUNNERS, "toy", Runner(run_toy, toy_config))  # its run and config
+    monkeypatch.setattr(study, "run_toy", run_toy, raising=False)  # study.py imports its run
+    assert catalog.by_notebook(notebooks)["08_toy"] == ("toy",)
+    assert list(catalog.declared())[-1] == "toy"
     assert catalog.notebook_of("toy") == "08_toy"
-    assert study.run_toy is run_toy and "run_toy" in dir(study)  # study.py untouched
 
     # no profile names it: each runs it with the declared defaults; a profile's own section
     # overrides them key by key, and the defaults pass the profiles' schema
-    config = load(catalog.experiment("toy").config)
+    config = RUNNERS["toy"].config
     smoke = load_profile("smoke")
     assert "toy" not in smoke["experiments"]
     assert config(Study(smoke, ROOT / "results")) == {"experiment": "toy", "n_prompts": 1}
@@ -175,8 +176,7 @@ def test_experiment_recipe_toy_reaches_catalog_readings_and_notebooks(monkeypatc
     # its config is of its declared shape, which the runner and the reader hold it to
     assert config_problem("toy", config(Study(smoke, ROOT / "results")), strict=True) is None
     assert config_problem("toy", {"experiment": "toy"}) == "config.json has no 'n_prompts'"
-    assert callable(load(catalog.experiment("toy").run))
-    assert readings.WHAT["toy"] == TOY.what
+    assert readings.what("toy") == TOY.what
     config = {"profile": "p", "target": "t", "n_prompts": 1, "max_new_tokens": 2}
     assert TOY.what in readings.what_was_run({"experiment": "toy"}, config, {})
     nb = _generator().build(TOY_NOTEBOOK)
@@ -193,14 +193,16 @@ def test_experiment_recipe_toy_reaches_catalog_readings_and_notebooks(monkeypatc
 def test_figure_recipe_toy_is_drawn_into_the_result_directory_and_captioned(
     monkeypatch, tmp_path: Path
 ):
-    """Add a figure: a drawing function and one entry in its experiment's declaration; the study
-    draws it into the result directory's figures/ and the reading captions it."""
-    from specdec_lib.reporting import readings
-    from specdec_lib.reporting.figures import declared
-    from specdec_lib.results.store import ResultStore, publish
+    """Add a figure: a drawing function, one entry in its experiment's declaration and the
+    function in `DRAWINGS`; the study draws it into the result directory's figures/ and the
+    reading captions it."""
+    from specdec_study.reporting import readings
+    from specdec_study.reporting.figures import declared
+    from specdec_study.results.store import ResultStore, publish
 
-    with_figure = Notebook("08_toy", "Toy", "A toy.", ("test_recipes:TOY_WITH_FIGURE",))
+    with_figure = Notebook("08_toy", "Toy", "A toy.", (TOY_WITH_FIGURE,))
     monkeypatch.setattr(catalog, "STUDY", (*catalog.STUDY, with_figure))
+    monkeypatch.setitem(declared.DRAWINGS, "toy", {"toy_bars.png": toy_bars})
     rows = [{"method": "baseline", "wall_s": 1.0}, {"method": "toy", "wall_s": 0.5}]
     summary = {"experiment": "toy", "profile": "p"}
     store = ResultStore(tmp_path, "p")
@@ -210,17 +212,21 @@ def test_figure_recipe_toy_is_drawn_into_the_result_directory_and_captioned(
     )  # fmt: skip
     assert (path / "figures" / "toy_bars.png").stat().st_size > 0
     assert readings.figures(path) == [(path / "figures" / "toy_bars.png", TOY_CAPTION)]
-    assert readings.CAPTIONS["toy_bars"] == TOY_CAPTION
+    assert readings.captions()["toy_bars"] == TOY_CAPTION
 
 
 @pytest.mark.parametrize("name", [e for e in catalog.EXPERIMENTS])
 def test_every_declared_figure_names_a_drawing(name):
-    """Each declared figure's drawing exists, and each file is declared once per experiment."""
+    """Each declared figure has a drawing (and each drawing a declared figure), and each file is
+    declared once per experiment."""
+    from specdec_study.reporting.figures.declared import DRAWINGS
+
     e = catalog.experiment(name)
     files = [f.file for f in e.figures]
     assert len(files) == len(set(files)), name
+    assert set(DRAWINGS.get(name, {})) == set(files), name
     for f in e.figures:
-        assert f.file.endswith(".png") and callable(load(f.draw)) and f.caption, (name, f)
+        assert f.file.endswith(".png") and callable(DRAWINGS[name][f.file]) and f.caption
 
 
 @pytest.mark.parametrize("name", [e for e in catalog.EXPERIMENTS])

@@ -13,8 +13,6 @@ import torch
 import yaml
 from conftest import VOCAB, random_prompt, stepwise_greedy
 
-from specdec_lib.bench import configs
-from specdec_lib.cli import main
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import speculative_decode
 from specdec_lib.core.draft import NoDrafter
@@ -39,6 +37,8 @@ from specdec_lib.drafters.shared import SharedBodyDrafter
 from specdec_lib.drafters.tree import TreeDrafter
 from specdec_lib.errors import SpecdecError
 from specdec_lib.models import LoadedModel
+from specdec_study.bench import configs
+from specdec_study.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 FIT = [i % VOCAB for i in range(7, 700, 3)]

@@ -18,9 +18,9 @@ import torch
 from specdec_lib.config import SamplingConfig, SpecConfig
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import autoregressive_decode
-from specdec_lib.environment.secrets import scrub
 from specdec_lib.errors import SpecdecError
-from specdec_lib.results.store import ResultStore, load_result, publish
+from specdec_study.environment.secrets import scrub
+from specdec_study.results.store import ResultStore, load_result, publish
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -95,7 +95,7 @@ WRITER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from specdec_lib.results.store import ResultStore, publish
+    from specdec_study.results.store import ResultStore, publish
 
     root, names, hang = Path(sys.argv[1]), sys.argv[2].split(","), sys.argv[3]
     store = ResultStore(root, "p")
@@ -176,7 +176,7 @@ OVERLAP = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from specdec_lib.results.store import ResultStore, publish
+    from specdec_study.results.store import ResultStore, publish
 
     root, role, sync = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 
@@ -261,14 +261,14 @@ def test_published_json_is_strict_and_scrubbed(tmp_path, monkeypatch):
 
 
 def test_unknown_profile_is_a_one_line_specdec_error():
-    from specdec_lib.study import load_profile
+    from specdec_study.study import load_profile
 
     with pytest.raises(SpecdecError, match="no profile 'nope': known profiles are"):
         load_profile("nope")
 
 
 def test_unknown_experiment_is_a_one_line_specdec_error():
-    from specdec_lib.study import setup
+    from specdec_study.study import setup
 
     S = setup("smoke")
     with pytest.raises(SpecdecError, match="unknown experiment 'nope' for profile 'smoke'; known:"):

@@ -10,9 +10,9 @@ import pytest
 import torch
 from conftest import random_prompt, speculate, stepwise_greedy
 
-from specdec_lib.analysis import replay as R
 from specdec_lib.drafters.model import ModelDrafter
-from specdec_lib.runner.teacher_forced import teacher_forced_guesses
+from specdec_study.analysis import replay as R
+from specdec_study.runner.teacher_forced import teacher_forced_guesses
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,9 @@ import shutil
 import pandas as pd
 import pytest
 
-from specdec_lib.reporting.reproduce import record_markdown
-from specdec_lib.results.read import load_results, results_root
-from specdec_lib.results.reproduce import (
+from specdec_study.reporting.reproduction_page import record_markdown
+from specdec_study.results.read import load_results, results_root
+from specdec_study.results.reproduction import (
     FAILED,
     NOT_COMPARABLE,
     PASSED,
@@ -149,7 +149,7 @@ def test_the_pages_cells_say_what_is_compared_when_it_was_checked_and_how_many_c
     import re
 
     from specdec_lib import ROOT
-    from specdec_lib import report as R
+    from specdec_study import pages as R
 
     page = (ROOT / "book" / "reproducibility.md").read_text(encoding="utf-8")
     cells = re.findall(r"```\{code-cell\} ipython3\n(.*?)```", page, re.S)
@@ -170,7 +170,7 @@ def test_the_pages_cells_say_what_is_compared_when_it_was_checked_and_how_many_c
 def skip_reason_with_env(tmp_path, **env_change) -> tuple[str | None, tuple[str, str]]:
     """skip_reason for a copy of the committed bigram result whose env.json is changed, and
     this machine's (device type, dtype)."""
-    from specdec_lib.runner.reproduce import capped_study, machine, skip_reason
+    from specdec_study.runner.reproduce import capped_study, machine, skip_reason
 
     shutil.copytree(results_root() / PROFILE / "bigram", tmp_path / PROFILE / "bigram")
     study = capped_study(PROFILE, str(tmp_path / "out"), 1)
@@ -181,7 +181,7 @@ def skip_reason_with_env(tmp_path, **env_change) -> tuple[str | None, tuple[str,
 
 def test_results_of_another_dtype_are_skipped_with_the_reason(tmp_path):
     committed_rows("bigram")
-    from specdec_lib.runner.reproduce import capped_study, machine
+    from specdec_study.runner.reproduce import capped_study, machine
 
     mine = machine(capped_study(PROFILE, str(tmp_path / "out"), 1))
     other = "float16" if mine[1] != "float16" else "float32"
@@ -191,7 +191,7 @@ def test_results_of_another_dtype_are_skipped_with_the_reason(tmp_path):
 
 def test_results_of_another_device_are_skipped_with_the_reason(tmp_path):
     committed_rows("bigram")
-    from specdec_lib.runner.reproduce import capped_study, machine
+    from specdec_study.runner.reproduce import capped_study, machine
 
     mine = machine(capped_study(PROFILE, str(tmp_path / "out"), 1))
     other = "cuda:0" if mine[0] == "cpu" else "cpu"
@@ -203,9 +203,9 @@ def test_results_of_another_device_are_skipped_with_the_reason(tmp_path):
 
 def test_results_of_this_machines_kind_are_not_skipped_for_their_dtype(tmp_path):
     committed_rows("bigram")
-    from specdec_lib.environment.tracking import cpu_model
     from specdec_lib.models.embedded import embedded_available
-    from specdec_lib.runner.reproduce import capped_study, machine
+    from specdec_study.environment.tracking import cpu_model
+    from specdec_study.runner.reproduce import capped_study, machine
 
     mine = machine(capped_study(PROFILE, str(tmp_path / "out"), 1))
     reason, _ = skip_reason_with_env(tmp_path, dtype=mine[1], device=mine[0], cpu_model=cpu_model())
@@ -216,8 +216,8 @@ def test_bfloat16_results_of_another_cpu_model_are_skipped_with_the_reason(tmp_p
     """AMD EPYC bfloat16 rows did not repeat on a Xeon with AMX (one greedy token differed):
     the kernels, not the code, so the check skips and says so."""
     committed_rows("bigram")
-    from specdec_lib.environment.tracking import cpu_model
-    from specdec_lib.runner.reproduce import capped_study, machine
+    from specdec_study.environment.tracking import cpu_model
+    from specdec_study.runner.reproduce import capped_study, machine
 
     mine = machine(capped_study(PROFILE, str(tmp_path / "out"), 1))
     if mine != ("cpu", "bfloat16") or not cpu_model():
@@ -230,7 +230,7 @@ def test_bfloat16_results_of_another_cpu_model_are_skipped_with_the_reason(tmp_p
 
 
 def test_a_skip_is_one_line_saying_why():
-    from specdec_lib.results.reproduce import report_lines, skipped
+    from specdec_study.results.reproduction import report_lines, skipped
 
     why = "the results were computed in bfloat16 on a CPU; this machine computes in float32"
     assert report_lines({"bigram": skipped(why), "peers": skipped(why)}) == [
@@ -239,7 +239,7 @@ def test_a_skip_is_one_line_saying_why():
 
 
 def test_each_checked_experiment_gets_its_line_and_its_mismatches():
-    from specdec_lib.results.reproduce import report_lines
+    from specdec_study.results.reproduction import report_lines
 
     rows = committed_rows("bigram")
     new = rows.head(1).copy()
@@ -250,7 +250,7 @@ def test_each_checked_experiment_gets_its_line_and_its_mismatches():
 
 
 def test_the_command_refuses_an_unknown_experiment_in_one_line(capsys):
-    from specdec_lib.cli import main
+    from specdec_study.cli import main
 
     assert main(["reproduce", "--experiment", "bigrm"]) == 2
     err = capsys.readouterr().err
@@ -258,7 +258,7 @@ def test_the_command_refuses_an_unknown_experiment_in_one_line(capsys):
 
 
 def test_capped_counts_reach_every_depth():
-    from specdec_lib.runner.reproduce import cap_counts
+    from specdec_study.runner.reproduce import cap_counts
 
     sec = {"n_prompts": 6, "identity": {"n_prompts": 4, "dtypes": ["float32"]}, "k": 4}
     assert cap_counts(sec, 1) == {
@@ -276,8 +276,8 @@ def test_todays_code_reproduces_the_committed_rows(experiment):
     from conftest import skip_or_fail
 
     from specdec_lib.models.embedded import embedded_available
-    from specdec_lib.results.reproduce import SKIPPED
-    from specdec_lib.runner.reproduce import reproduce
+    from specdec_study.results.reproduction import SKIPPED
+    from specdec_study.runner.reproduce import reproduce
 
     if not embedded_available():
         skip_or_fail("the embedded model package is not installed")
@@ -292,7 +292,7 @@ def test_todays_code_reproduces_the_committed_rows(experiment):
 
 
 def test_the_command_refuses_a_bad_prompt_count_in_one_line(capsys):
-    from specdec_lib.cli import main
+    from specdec_study.cli import main
 
     assert main(["reproduce", "--prompts", "0"]) == 2
     err = capsys.readouterr().err
@@ -305,9 +305,9 @@ def test_a_profile_from_two_machines_is_checked_experiment_by_experiment(tmp_pat
     bug: one skip for the whole profile when any result is of another kind."""
     committed_rows("bigram")
     committed_rows("baseline")
-    from specdec_lib.environment.tracking import cpu_model
     from specdec_lib.models.embedded import embedded_available
-    from specdec_lib.runner.reproduce import capped_study, machine, skip_reason
+    from specdec_study.environment.tracking import cpu_model
+    from specdec_study.runner.reproduce import capped_study, machine, skip_reason
 
     for e in ("bigram", "baseline"):
         shutil.copytree(results_root() / PROFILE / e, tmp_path / PROFILE / e)
@@ -328,7 +328,7 @@ def test_the_page_says_a_pass_covers_only_what_this_machine_could_compare(tmp_pa
     """A record with one experiment passed and one skipped passed, for what it compared; the
     skipped one's reason is in the table, and it is not called changed since (it read no rows).
     Planted bugs: a skip counted as a failure; a skip's missing fingerprint read as a change."""
-    from specdec_lib.results.reproduce import SKIPPED, skipped
+    from specdec_study.results.reproduction import SKIPPED, skipped
 
     rows = committed_rows("bigram")
     committed_rows("sampling")

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
-from specdec_lib.results.read import (
+from specdec_study.results.read import (
     damaged_results,
     load_results,
     profiles_with_results,

@@ -11,10 +11,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from specdec_lib import study
 from specdec_lib.generate import Generator
-from specdec_lib.results.store import read_rows, write_rows
-from specdec_lib.runner.context_sweep import sweep_blocks
+from specdec_study import study
+from specdec_study.results.store import read_rows, write_rows
+from specdec_study.runner.context_sweep import sweep_blocks
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -158,7 +158,7 @@ def test_a_killed_distribution_check_resumes_per_method_and_prompt(tmp_path, mon
     """Killed inside the first sampling distribution check: the rerun redoes none of the
     (temperature, method, prompt) tests it had finished, and publishes the same tests as an
     uninterrupted run."""
-    from specdec_lib.runner import distribution
+    from specdec_study.runner import distribution
 
     real = distribution.first_token_samples
 

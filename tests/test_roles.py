@@ -5,8 +5,8 @@ earlier-format table must show the sweep's own drafts."""
 
 from __future__ import annotations
 
-from specdec_lib import report as R
-from specdec_lib.results.read import experiment_arms, role_arm
+from specdec_study import pages as R
+from specdec_study.results.read import experiment_arms, role_arm
 
 ROLES = ("bigram", "ngram", "transformer")
 

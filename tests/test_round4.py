@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from test_import_bundle import bundles, refused  # noqa: F401 - the fixture
 
-import specdec_lib.cli as cli
-from specdec_lib.environment.profiles import load_profile
+import specdec_study.cli as cli
 from specdec_lib.errors import SpecdecError
+from specdec_study.environment.profiles import load_profile
 
 ROOT = Path(__file__).resolve().parents[1]
 

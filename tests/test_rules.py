@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from specdec_lib.analysis import rules
-from specdec_lib.analysis.rules import (
+from specdec_study.analysis import rules
+from specdec_study.analysis.rules import (
     INCONCLUSIVE,
     NOT_SUPPORTED,
     SUPPORTED,

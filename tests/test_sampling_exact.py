@@ -42,7 +42,6 @@ import torch
 from scipy import stats as sps
 from transformers import RepetitionPenaltyLogitsProcessor
 
-from specdec_lib.analysis import stats
 from specdec_lib.config import SamplingConfig
 from specdec_lib.core import decode
 from specdec_lib.core.cache import CachedLM
@@ -53,8 +52,9 @@ from specdec_lib.core.sampling import make_generator, sample, uniform
 from specdec_lib.core.verify import Verdict, residual
 from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.drafters.ngram import NgramDrafter
-from specdec_lib.runner.distribution import DRAFT_PATHS, token_paths
-from specdec_lib.runner.tiny import tiny_random_model
+from specdec_study.analysis import stats
+from specdec_study.runner.distribution import DRAFT_PATHS, token_paths
+from specdec_study.runner.tiny import tiny_random_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("single_thread")]
 

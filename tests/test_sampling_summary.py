@@ -1,6 +1,7 @@
-"""The sampling experiment's summary pieces (`analysis.sampling`): the TVD of two distributions of
-different widths, and a drafting method's check, which says it detects its unverified drafts
-only when every prompt's unverified TVD exceeds what the combined test can detect."""
+"""The sampling experiment's summary pieces (`analysis.speculative_sampling`): the TVD of two
+distributions of different widths, and a drafting method's check, which says it detects its
+unverified drafts only when every prompt's unverified TVD exceeds what the combined test can
+detect."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import numpy as np
 import pytest
 import scipy.stats as sps
 
-from specdec_lib.analysis import stats
-from specdec_lib.analysis.sampling import method_check, tvd_between
+from specdec_study.analysis import stats
+from specdec_study.analysis.speculative_sampling import method_check, tvd_between
 
 
 def test_tvd_between_pads_the_narrower_distribution():

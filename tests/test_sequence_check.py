@@ -11,7 +11,6 @@ import pytest
 import torch
 import yaml
 
-from specdec_lib.analysis.sampling import sequence_check, sequence_family, sequence_verdict
 from specdec_lib.config import SamplingConfig
 from specdec_lib.core import decode
 from specdec_lib.core.cache import CachedLM
@@ -19,10 +18,15 @@ from specdec_lib.core.draft import Draft, Drafter, NoDrafter
 from specdec_lib.core.sampling import make_generator, sample, uniform
 from specdec_lib.core.verify import Verdict, residual
 from specdec_lib.drafters.model import ModelDrafter
-from specdec_lib.reporting.readings import _extra_tables
-from specdec_lib.reporting.sampling_tables import sequence_sentence, sequence_table
-from specdec_lib.runner import distribution
-from specdec_lib.runner.distribution import (
+from specdec_study.analysis.speculative_sampling import (
+    sequence_check,
+    sequence_family,
+    sequence_verdict,
+)
+from specdec_study.reporting.readings import _extra_tables
+from specdec_study.reporting.sampling_tables import sequence_sentence, sequence_table
+from specdec_study.runner import distribution
+from specdec_study.runner.distribution import (
     DRAFT_PATHS,
     sequence_checks,
     sequence_tests,

@@ -17,19 +17,20 @@ import numpy as np
 import pytest
 from conftest import whole_config
 
-from specdec_lib import study
-from specdec_lib.analysis.summary import ArmSummary, MedianCI, PointCI
 from specdec_lib.config import config_hash
 from specdec_lib.errors import SpecdecError
-from specdec_lib.results import catalog
-from specdec_lib.results.declare import StudyConfig, load
-from specdec_lib.results.schema import (
+from specdec_study import study
+from specdec_study.analysis.summary import ArmSummary, MedianCI, PointCI
+from specdec_study.results import catalog
+from specdec_study.results.declare import StudyConfig
+from specdec_study.results.schema import (
     config_problem,
     result_problem,
     shape_problem,
     summary_problem,
 )
-from specdec_lib.results.store import clean, load_result
+from specdec_study.results.store import clean, load_result
+from specdec_study.runner.experiments import RUNNERS
 
 ROOT = Path(__file__).resolve().parents[1]
 EMBEDDED = ROOT / "results" / "embedded"
@@ -168,7 +169,7 @@ def test_the_configs_the_runner_builds_are_of_their_declared_shapes_and_declare_
     runs = [name for name in catalog.EXPERIMENTS if s.section(name) is not None]
     assert runs
     for name in runs:
-        config = clean(load(catalog.experiment(name).config)(s))
+        config = clean(RUNNERS[name].config(s))
         config["config_hash"] = config_hash(config)
         assert config_problem(name, config, strict=True) is None, (profile, name)
 
@@ -230,7 +231,7 @@ def test_keys_from_before_a_config_declaration_and_no_sequence_check_pass(tmp_pa
     ],
 )
 def test_a_config_of_another_shape_is_refused_before_anything_runs(tmp_path, name, edit, problem):
-    from specdec_lib.runner.execute import execute
+    from specdec_study.runner.execute import execute
 
     config = whole_config(name, "embedded")
     edit(config)

@@ -1,8 +1,9 @@
 """Can the smoke sampling run's distribution check fail? tests/test_notebooks.py asks the smoke
 batch's first-token check to pass (p above 0.1%); this runs the same check, on the same seeds
-(`runner.sampling._check`: the baseline, then the self-draft and bigram arms, K = 1), on the smoke
-profile's tiny target with the smoke counts (2 prompts x 200 samples), with the library's verifier
-and with a broken one that accepts every draft, and says what that assertion can and cannot see.
+(`runner.speculative_sampling._check`: the baseline, then the self-draft and bigram arms,
+K = 1), on the smoke profile's tiny target with the smoke counts (2 prompts x 200 samples), with
+the library's verifier and with a broken one that accepts every draft, and says what that
+assertion can and cannot see.
 
 Measured on the smoke target (seeded, so reproducible), per count of samples a prompt:
 
@@ -35,14 +36,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from specdec_lib import study
 from specdec_lib.config import SamplingConfig
 from specdec_lib.core import decode
 from specdec_lib.core.sampling import sample
 from specdec_lib.core.verify import Verdict
-from specdec_lib.runner import sampling
-from specdec_lib.runner.context import Study, build_arms, load_target
-from specdec_lib.runner.prompts import prompts_for
+from specdec_study import study
+from specdec_study.runner import speculative_sampling as sampling
+from specdec_study.runner.prompts import prompts_for
+from specdec_study.runner.session import Study, build_arms, load_target
 
 THRESHOLD = 1e-3  # tests/test_notebooks.py: a lossless sampler is not rejected at 0.1%
 SMOKE_COUNTS = (2, 200, 1)  # (prompts, samples a prompt, K): profiles/smoke.yaml

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import run_smoke_batch
 
-from specdec_lib import report
+from specdec_study import pages as report
 
 pytest.importorskip("papermill")
 

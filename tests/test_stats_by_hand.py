@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from specdec_lib.analysis import stats
+from specdec_study.analysis import stats
 
 P = np.array([0.5, 0.25, 0.25, 0.0])
 

@@ -11,8 +11,6 @@ import pytest
 import torch
 from scipy.stats import chi2 as chi2_dist
 
-from specdec_lib import study
-from specdec_lib.analysis import stats
 from specdec_lib.config import SamplingConfig
 from specdec_lib.core import decode
 from specdec_lib.core.cache import CachedLM
@@ -25,6 +23,8 @@ from specdec_lib.drafters.bigram import BigramDrafter
 from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.drafters.self_draft import SelfDrafter
 from specdec_lib.measure.paired import teacher_forced_agreement
+from specdec_study import study
+from specdec_study.analysis import stats
 from tests.conftest import random_prompt
 
 
@@ -263,15 +263,13 @@ def test_embedded_configs_match_committed_results():
     import json
 
     from specdec_lib.config import config_hash
-    from specdec_lib.results.catalog import EXPERIMENTS
-    from specdec_lib.results.catalog import experiment as declaration
-    from specdec_lib.results.declare import load
+    from specdec_study.results.catalog import EXPERIMENTS
+    from specdec_study.runner.experiments import RUNNERS
 
     S = study.Study(study.load_profile("embedded"), study.ROOT / "results")
     for experiment in EXPERIMENTS:
-        assert callable(load(declaration(experiment).run)), experiment
         saved = json.loads((S.store.dir(experiment) / "config.json").read_text())
-        cfg = load(declaration(experiment).config)(S)
+        cfg = RUNNERS[experiment].config(S)
         want = {k: v for k, v in saved.items() if k != "config_hash"}
         assert json.loads(json.dumps(cfg)) == want, experiment
         assert config_hash(cfg) == saved["config_hash"], experiment
@@ -373,34 +371,33 @@ def test_notebooks_match_their_generator():
 
 
 def test_every_declaration_runs_through_the_study_api():
-    """Each experiment's declared `call` is a `study` function, and its declared `run` is what
-    the study exposes under that name (one declaration, the notebooks' API over it)."""
-    from specdec_lib.results.catalog import EXPERIMENTS
-    from specdec_lib.results.catalog import experiment as declaration
-    from specdec_lib.results.declare import load
+    """Each experiment's declared `call` is a `study` function, and the run bound to it
+    (`runner.experiments.RUNNERS`) is what the study exposes under that name (the uncached sweep
+    is the sweep's run with `use_cache=False`); every declared experiment has a run and a config
+    and nothing else has."""
+    from specdec_study.results.catalog import EXPERIMENTS
+    from specdec_study.results.catalog import experiment as declaration
+    from specdec_study.runner.experiments import RUNNERS
 
+    assert list(RUNNERS) == list(EXPERIMENTS)
     for name in EXPERIMENTS:
-        e = declaration(name)
-        fn = e.call.removeprefix("study.").split("(", 1)[0]
-        assert getattr(study, fn) is load(e.run) or name == "context_sweep_nocache", name
-        assert callable(load(e.run)) and callable(load(e.config)), name
+        fn = declaration(name).call.removeprefix("study.").split("(", 1)[0]
+        want = RUNNERS["context_sweep" if name == "context_sweep_nocache" else name].run
+        assert getattr(study, fn) is want, name
+        assert callable(RUNNERS[name].run) and callable(RUNNERS[name].config), name
 
 
-def test_study_run_functions_are_the_declarations_runs_and_listed():
-    """`study.run_*` are derived from the declarations (no list of them in study.py): each is
-    its declaration's `run`, `dir(study)` lists exactly those, and any other name is an
-    AttributeError."""
-    from specdec_lib.results.catalog import EXPERIMENTS
-    from specdec_lib.results.catalog import experiment as declaration
-    from specdec_lib.results.declare import load
+def test_study_run_functions_are_the_runners_and_listed():
+    """`study.run_*` are plain attributes (what a notebook's completion lists): exactly the
+    runners' run functions, each the one `runner.experiments.RUNNERS` binds; any other name is
+    an AttributeError."""
+    from specdec_study.runner.experiments import RUNNERS
 
-    refs = {declaration(name).run for name in EXPERIMENTS}
-    assert set(study.declared_runs().values()) == refs
     listed = {n for n in dir(study) if n.startswith("run_")}
-    assert listed == set(study.declared_runs()) == {r.rpartition(":")[2] for r in refs}
-    for fn, ref in study.declared_runs().items():
-        assert getattr(study, fn) is load(ref), fn
-    assert not any(n.startswith("run_") for n in vars(study))  # none written out by hand
+    assert listed == {r.run.__name__ for r in RUNNERS.values()}
+    assert listed <= set(study.__all__) and listed <= set(vars(study))
+    for r in RUNNERS.values():
+        assert getattr(study, r.run.__name__) is r.run
     with pytest.raises(AttributeError, match="run_nope"):
         study.run_nope  # noqa: B018
 
@@ -409,7 +406,7 @@ def test_two_profiles_whose_tiny_targets_differ_get_their_own_models_in_one_proc
     """The smoke profile's tiny target and the smoke pair's share a name but not their options
     (the pair's has 64 extra ids and is a conditional model): a process that ran the one must
     not hand the other its weights (a test session did, and the pair's rows changed)."""
-    from specdec_lib.runner.context import load_target, tiny_draft
+    from specdec_study.runner.session import load_target, tiny_draft
 
     smoke = load_target(study.setup("smoke", results_dir=str(tmp_path)))
     pair = study.setup("smoke-pair", results_dir=str(tmp_path))

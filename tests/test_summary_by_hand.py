@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from specdec_lib.analysis.summary import summarize
-from specdec_lib.results.catalog import BASELINE
+from specdec_study.analysis.summary import summarize
+from specdec_study.results.catalog import BASELINE
 
 
 def row(method: str, prompt: int, wall: float, tokens: int, **kw) -> dict:

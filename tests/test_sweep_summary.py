@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specdec_lib.analysis.sweep import baseline_growth, sweep_headline, sweep_table
+from specdec_study.analysis.sweep import baseline_growth, sweep_headline, sweep_table
 
 
 def arm(total: float, new_tokens: int, speedup: float | None = None) -> dict:

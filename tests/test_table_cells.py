@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from specdec_lib.reporting.identity import identity_table
-from specdec_lib.reporting.sampling_tables import sampling_table
-from specdec_lib.reporting.tables import headline_table, k_sweep_table, peers_table, study_table
+from specdec_study.reporting.identity import identity_table
+from specdec_study.reporting.sampling_tables import sampling_table
+from specdec_study.reporting.tables import headline_table, k_sweep_table, peers_table, study_table
 
 
 def row(k: int, speedup: float) -> dict:
@@ -299,7 +299,7 @@ def test_the_batch_time_says_when_the_results_span_two_machines():
     experiments and minutes. Planted bug: summing across machines as one batch's time."""
     from types import SimpleNamespace
 
-    from specdec_lib.reporting.runs import batch_time_sentence
+    from specdec_study.reporting.runs import batch_time_sentence
 
     def res(dtype: str, native: bool, wall: float) -> SimpleNamespace:
         env = {"device": "cpu", "cpu_model": "AMD EPYC", "bf16_native": native, "dtype": dtype,

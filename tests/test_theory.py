@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from specdec_lib.analysis.theory import (
+from specdec_lib.errors import SpecdecError
+from specdec_study.analysis.theory import (
     acceptance_from_rate,
     best_k,
     expected_speedup,
     expected_tokens,
     fitted_acceptance,
 )
-from specdec_lib.errors import SpecdecError
 
 A_GRID = [i / 20 for i in range(21)]
 
@@ -145,7 +145,7 @@ def test_theory_rejects_out_of_range_inputs(call):
 def test_a_from_rate_inverts_the_pooled_acceptance_rate(k):
     """The book's a from a pooled accepted/proposed rate is the same bisection as
     acceptance_from_rate: rate = (expected_tokens(a, K) - 1) / K."""
-    from specdec_lib.analysis.theory import a_from_rate, rate_from_a
+    from specdec_study.analysis.theory import a_from_rate, rate_from_a
 
     for a in (0.0, 0.3, 0.7, 0.95):
         assert rate_from_a(a, k) == pytest.approx((expected_tokens(a, k) - 1) / k)
@@ -170,7 +170,7 @@ def test_one_call_at_k2_a_half_by_hand():
     Catches: a^K for a^(K+1) (gives 3/2 tokens), the bonus token dropped or counted in the rate
     (rate E[n + 1] / K = 7/8), K + 1 for K in the rate's denominator (1/4), the draft cost
     per call for per token (7/4 / 5/4)."""
-    from specdec_lib.analysis.theory import a_from_rate, rate_from_a
+    from specdec_study.analysis.theory import a_from_rate, rate_from_a
 
     assert expected_tokens(0.5, 2) == pytest.approx(7 / 4)
     assert rate_from_a(0.5, 2) == pytest.approx(3 / 8)
@@ -183,7 +183,7 @@ def test_a_from_rate_matches_the_closed_form_at_k2(rate):
     """At K = 2 the pooled rate is r = (a + a^2) / 2, so a = (sqrt(1 + 8 r) - 1) / 2 (the root
     in [0, 1]); at K = 1 it is r = a. Catches: a bisection that stops early or inverts the wrong
     function (tokens per call instead of the pooled rate)."""
-    from specdec_lib.analysis.theory import a_from_rate
+    from specdec_study.analysis.theory import a_from_rate
 
     assert a_from_rate(rate, 2) == pytest.approx(((1 + 8 * rate) ** 0.5 - 1) / 2, abs=1e-9)
     assert a_from_rate(rate, 1) == pytest.approx(rate, abs=1e-9)
@@ -219,8 +219,8 @@ def test_formulas_match_a_seeded_simulation_of_the_chain(a, k):
     cost, a call costing K c + 1) against 40 000 simulated calls. The tolerances are 5 standard
     errors or more (the per-call count is bounded by K). Catches: an off-by-one power or
     denominator, the bonus token misplaced, a cost model per token instead of per call."""
-    from specdec_lib.analysis.rules import implied_acceptance
-    from specdec_lib.analysis.theory import rate_from_a
+    from specdec_study.analysis.rules import implied_acceptance
+    from specdec_study.analysis.theory import rate_from_a
 
     calls = 40_000
     accepted = simulate_calls(a, k, calls, seed=1000 + k)

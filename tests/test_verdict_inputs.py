@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from specdec_lib.analysis.verdicts import published_arithmetic, published_call_cost
+from specdec_study.analysis.verdicts import published_arithmetic, published_call_cost
 
 PUBLISHED = pd.DataFrame(
     [

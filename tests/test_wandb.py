@@ -18,8 +18,8 @@ pytest.importorskip("wandb")
 
 from wandb_read import read_runs  # noqa: E402
 
-from specdec_lib.environment.tracking import Tracker  # noqa: E402
-from specdec_lib.results import catalog  # noqa: E402
+from specdec_study.environment.tracking import Tracker  # noqa: E402
+from specdec_study.results import catalog  # noqa: E402
 
 EXPERIMENTS = list(catalog.EXPERIMENTS)
 
@@ -167,7 +167,7 @@ def test_a_failing_finish_is_said_not_raised(monkeypatch, capsys):
 def test_offline_runs_are_kept_beside_the_results_by_default(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
-    from specdec_lib.runner import execute
+    from specdec_study.runner import execute
 
     seen = {}
     monkeypatch.setattr(execute, "Tracker", lambda *a, **k: seen.update(k))

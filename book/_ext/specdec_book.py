@@ -9,7 +9,7 @@ launch group is dropped (the page's download menu still offers the executed .ipy
 Gives the executed notebooks' figures alt text that says what each shows: a notebook displays a
 result directory's PNG followed by its caption, "*Figure i (`file.png`).* ...", and the image
 (which myst-nb would otherwise label with its own file path) gets "Figure i: " and the sentence
-`specdec_lib.reporting.figures.declared.alt_text` gives for that declared file.
+`specdec_study.reporting.figures.declared.alt_text` gives for that declared file.
 
 Also sets the copyright year from the build date (not a year typed into _config.yml), adds
 book/_static/specdec.css (compact tables), and serves MathJax 3 from the book itself:
@@ -68,7 +68,7 @@ def caption_after(image: nodes.image) -> str:
 
 def notebook_alt(image: nodes.image, experiments: list[str]) -> str | None:
     """'Figure i: what it shows' for a notebook image captioned as a declared figure, or None."""
-    from specdec_lib.reporting.figures import declared
+    from specdec_study.reporting.figures import declared
 
     m = declared.CAPTION_RE.search(caption_after(image))
     if not m:
@@ -81,7 +81,7 @@ def _figure_alt(app, doctree) -> None:
     docname = app.env.docname
     if not docname.startswith(STAGED):
         return
-    from specdec_lib.reporting.figures import declared
+    from specdec_study.reporting.figures import declared
 
     experiments = declared.notebook_experiments(docname[len(STAGED) :])
     for image in doctree.findall(nodes.image):

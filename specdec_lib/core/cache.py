@@ -27,12 +27,10 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import Cache, DynamicLayer
 
-from specdec_lib.core.fastpath import (  # noqa: F401 - re-exported
-    _PACKED,
+from specdec_lib.core.fastpath import (
     BUCKET,
     BUFFER_ATTR,
     fast_view,
-    packing_available,
     positions_end,
     wants_fast_view,
     wants_invariant,

@@ -1,13 +1,19 @@
-"""The autoregressive and speculative decode loops. They return tokens with stats; never print.
+"""The decode loop: draft -> verify -> cache update -> emit, returning tokens with stats.
 
-One loop serves both: with `NoDrafter` every target call scores one position, which is the
-KV-cached autoregressive baseline. What the loop needs of a drafter is `core.draft`'s interface;
-it knows no drafter in particular. Invariant: the target's cache holds every token of `seq` but
-the last, so a call feeds [seq[-1], d_1..d_K] and reads K + 1 rows of logits; after accepting n
-drafts it keeps seq + d_1..d_n and crops the rest. The prompt's first len - 1 tokens are
-prefilled in one call (logits of its last position only).
+Start at `speculative_decode`, one screen: each step is one call to a function below it. One loop
+serves both decoders: with `NoDrafter` every target call scores one position, which is the KV-cached
+autoregressive baseline. What the loop needs of a drafter is `core.draft`'s interface; it knows
+no drafter in particular. Invariant: the target's cache holds every token of `seq` but the last,
+so a call feeds [seq[-1], d_1..d_K] and reads K + 1 rows of logits; after accepting n drafts it
+keeps seq + d_1..d_n and crops the rest. The prompt's first len - 1 tokens are prefilled in one
+call (logits of its last position only). The accept/reject rules are `core/verify.py`'s.
 
-Knows nothing about files, W&B or how prompts were chosen.
+The special cases sit beside the loop, not in it: a tree draft is cut and verified by
+`core/tree.py` (`clip_tree_draft`, `verify_tree_draft`); a shared-body draft brings the target's
+hidden states, so `draft_logits` applies the LM head alone; a repetition control is handed to the
+drafter in `begin_sequence` and processes the target's logits in `verify_draft`.
+
+Knows nothing about files, W&B or how prompts were chosen; never prints.
 """
 
 from __future__ import annotations
@@ -21,10 +27,177 @@ import torch
 from specdec_lib.config import SamplingConfig
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.draft import Draft, Drafter, NoDrafter
-from specdec_lib.core.processors import NO_CONTROL, TREE_NO_CONTROL, RepetitionControl
+from specdec_lib.core.processors import NO_CONTROL, RepetitionControl
 from specdec_lib.core.sampling import greedy_ids, logits_to_probs, make_generator
+from specdec_lib.core.tree import clip_tree_draft, verify_tree_draft
 from specdec_lib.core.verify import Verdict, greedy_verify, pad_vocab, speculative_verify
 from specdec_lib.errors import SpecdecError
+
+
+def speculative_decode(
+    target: CachedLM,
+    drafter: Drafter,
+    prompt: list[int],
+    *,
+    k: int,
+    max_new_tokens: int,
+    sampling: SamplingConfig = SamplingConfig(),
+    eos_ids: Collection[int] = (),
+    generator: torch.Generator | None = None,
+    control: RepetitionControl = NO_CONTROL,
+) -> Generation:
+    """Generate up to max_new_tokens after prompt (stopping after an EOS), drafting up to k;
+    `control` (repetition penalty, no-repeat n-grams) processes the target's logits."""
+    if not prompt:
+        raise SpecdecError("the prompt is empty: give at least one token")
+    if max_new_tokens < 0:
+        raise SpecdecError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    generator = generator if generator is not None else make_generator(sampling.seed)
+    eos, seq, stats, device = set(eos_ids), list(prompt), GenStats(), target.device
+    device_sync(device)
+    t0 = time.perf_counter()
+    begin_sequence(target, drafter, seq, control)  # the drafter's hooks, then the prefill
+    device_sync(device)
+    stats.prefill_s = time.perf_counter() - t0
+    stats.target_calls = 1 if len(seq) > 1 else 0
+    while stats.new_tokens < max_new_tokens:
+        k_eff = min(k, max_new_tokens - stats.new_tokens - 1)  # room for the bonus token
+        t1 = time.perf_counter()
+        draft = propose(drafter, seq, k_eff, sampling, generator)  # 1. draft
+        device_sync(device)
+        t2 = time.perf_counter()
+        verdict = verify_draft(target, seq, draft, sampling, generator, control)  # 2. verify
+        target.rollback(len(seq) + verdict.n_accepted)  # 3. cache: seq + the accepted drafts
+        device_sync(device)
+        t3 = time.perf_counter()
+        emitted = emitted_tokens(draft, verdict, eos)  # 4. emit: accepted + correction/bonus
+        seq.extend(emitted)
+        d = draft.depth  # a tree counts its longest path
+        stats.record(d, verdict.n_accepted, len(emitted), t2 - t1, t3 - t2)
+        if emitted[-1] in eos:
+            stats.stopped_by = "eos"
+            break
+        drafter.observe(seq, d, verdict.n_accepted)
+    stats.wall_s = time.perf_counter() - t0
+    return Generation(seq[len(prompt) :], stats)
+
+
+def autoregressive_decode(
+    target: CachedLM,
+    prompt: list[int],
+    *,
+    max_new_tokens: int,
+    sampling: SamplingConfig = SamplingConfig(),
+    eos_ids: Collection[int] = (),
+    generator: torch.Generator | None = None,
+    control: RepetitionControl = NO_CONTROL,
+) -> Generation:
+    """The baseline: one target call per token, KV-cached (or not, per `target.use_cache`)."""
+    return speculative_decode(
+        target,
+        NoDrafter(),
+        prompt,
+        k=1,
+        max_new_tokens=max_new_tokens,
+        sampling=sampling,
+        eos_ids=eos_ids,
+        generator=generator,
+        control=control,
+    )
+
+
+def begin_sequence(
+    target: CachedLM, drafter: Drafter, seq: list[int], control: RepetitionControl
+) -> None:
+    """Hand the drafter the target, the repetition control and the prompt; prefill the target."""
+    drafter.attach(target)
+    drafter.process_with(control)
+    drafter.begin(seq)
+    prefill(target, seq)
+
+
+def prefill(target: CachedLM, prompt: list[int]) -> None:
+    """Cache all prompt tokens but the last."""
+    target.reset()
+    if len(prompt) > 1:
+        target.extend(prompt[:-1], 1)
+
+
+def propose(
+    drafter: Drafter, seq: list[int], k: int, sampling: SamplingConfig, generator: torch.Generator
+) -> Draft:
+    """The drafter's proposal after seq, cut to k tokens; nothing asked for at k = 0."""
+    draft = drafter.propose(seq, k, sampling, generator) if k > 0 else Draft([])
+    return clip_draft(draft, k)  # the target's extra cached positions are cropped after verify
+
+
+def clip_draft(draft: Draft, k: int) -> Draft:
+    """The draft cut to at most k tokens (and k + 1 hidden states); a tree to depth k."""
+    if draft.parents is not None:
+        return clip_tree_draft(draft, k)
+    if len(draft.tokens) <= k:
+        return draft
+    return Draft(
+        draft.tokens[:k],
+        None if draft.q is None else draft.q[:k],
+        None if draft.target_hidden is None else draft.target_hidden[: k + 1],
+    )
+
+
+def verify_draft(
+    target: CachedLM,
+    seq: list[int],
+    draft: Draft,
+    sampling: SamplingConfig,
+    generator: torch.Generator,
+    control: RepetitionControl = NO_CONTROL,
+) -> Verdict:
+    """The accept/reject decision on one draft: one target call on [seq[-1]] + draft, `control`
+    processing row i against seq + draft[:i], then `verify`'s rule. The cache then holds all of
+    the draft (the caller rolls it back); a tree goes to `tree.verify_tree_draft`."""
+    if draft.parents is not None:
+        return verify_tree_draft(target, seq, draft, sampling, control)
+    logits = control.process(draft_logits(target, seq, draft), seq, draft.tokens)  # [d + 1, V]
+    if sampling.greedy:
+        return greedy_verify(draft.tokens, greedy_ids(logits))
+    p = logits_to_probs(logits, sampling)  # [d + 1, V]
+    q = pad_vocab(draft.q, p.shape[-1]) if draft.q is not None else None
+    return speculative_verify(draft.tokens, q, p, generator)
+
+
+def draft_logits(target: CachedLM, seq: list[int], draft: Draft) -> torch.Tensor:
+    """The target's [d + 1, V] logits after seq and after each draft token: one call on
+    [seq[-1]] + draft, or only the LM head where the drafter already ran the target's body on
+    them (`Draft.target_hidden`: the shared-body drafter)."""
+    if draft.target_hidden is not None:
+        return target.head(draft.target_hidden)
+    return target.extend([seq[-1], *draft.tokens], len(draft.tokens) + 1)
+
+
+def verify_step(
+    target: CachedLM,
+    seq: list[int],
+    draft: Draft,
+    sampling: SamplingConfig,
+    generator: torch.Generator,
+    control: RepetitionControl = NO_CONTROL,
+) -> Verdict:
+    """`verify_draft`, then the cache rolled back to seq + the accepted drafts: one verification
+    as the loop makes it, for callers that step it themselves."""
+    verdict = verify_draft(target, seq, draft, sampling, generator, control)
+    target.rollback(len(seq) + verdict.n_accepted)
+    return verdict
+
+
+def emitted_tokens(draft: Draft, verdict: Verdict, eos: Collection[int]) -> list[int]:
+    """What one verification emits: the accepted drafts (a tree's accepted path) and the target's
+    correction or bonus, cut after the first EOS among them."""
+    path = verdict.path if verdict.path is not None else draft.tokens[: verdict.n_accepted]
+    emitted = [*path, verdict.next_token]
+    for i, tok in enumerate(emitted):
+        if tok in eos:
+            return emitted[: i + 1]
+    return emitted
 
 
 def device_sync(device: torch.device) -> None:
@@ -51,6 +224,21 @@ class GenStats:
     prefill_s: float = 0.0
     wall_s: float = 0.0
     stopped_by: str = "max_new_tokens"  # or "eos"
+
+    def record(
+        self, proposed: int, accepted: int, emitted: int, draft_s: float, verify_s: float
+    ) -> None:
+        """One verification: d drafted (a tree's depth), n accepted, the tokens it emitted and
+        the seconds spent drafting and verifying."""
+        self.draft_s += draft_s
+        self.verify_s += verify_s
+        self.target_calls += 1
+        self.draft_calls += proposed > 0
+        self.proposed += proposed
+        self.accepted += accepted
+        self.accepted_lengths.append(accepted)
+        self.proposed_lengths.append(proposed)
+        self.new_tokens += emitted
 
     @property
     def acceptance_rate(self) -> float:
@@ -108,154 +296,3 @@ class Generation:
 
     tokens: list[int]  # new tokens only
     stats: GenStats
-
-
-def prefill(target: CachedLM, prompt: list[int]) -> None:
-    """Cache all prompt tokens but the last."""
-    target.reset()
-    if len(prompt) > 1:
-        target.extend(prompt[:-1], 1)
-
-
-def clip_draft(draft: Draft, k: int) -> Draft:
-    """The draft cut to at most k tokens (and k + 1 hidden states); a tree to depth k."""
-    if draft.parents is not None:
-        from specdec_lib.core.tree import Tree, clip_tree
-
-        t = clip_tree(Tree(draft.tokens, draft.parents), k)
-        return draft if len(t.tokens) == len(draft.tokens) else Draft(t.tokens, parents=t.parents)
-    if len(draft.tokens) <= k:
-        return draft
-    return Draft(
-        draft.tokens[:k],
-        None if draft.q is None else draft.q[:k],
-        None if draft.target_hidden is None else draft.target_hidden[: k + 1],
-    )
-
-
-def verify_step(
-    target: CachedLM,
-    seq: list[int],
-    draft: Draft,
-    sampling: SamplingConfig,
-    generator: torch.Generator,
-    control: RepetitionControl = NO_CONTROL,
-):
-    """One target call on [seq[-1]] + draft (or only its LM head, when the drafter already ran
-    the target's body on them); rolls the cache back; returns the Verdict. `control` processes
-    row i of the logits against seq + the draft's first i tokens before the acceptance rule."""
-    d = len(draft.tokens)
-    if draft.parents is not None:  # a tree: one call, the longest path greedy agrees with
-        from specdec_lib.core.tree import GREEDY_ONLY, Tree, verify_tree
-
-        if not sampling.greedy:
-            raise SpecdecError(GREEDY_ONLY)
-        if control.active:
-            raise SpecdecError(TREE_NO_CONTROL)
-
-        accepted, nxt = verify_tree(target, seq, Tree(draft.tokens, draft.parents))
-        return Verdict(len(accepted), nxt, tuple(accepted))
-    if draft.target_hidden is not None:  # the drafter ran the target's body: the head is left
-        logits = target.head(draft.target_hidden)  # [d + 1, V]
-    else:
-        logits = target.extend([seq[-1], *draft.tokens], d + 1)  # [d + 1, V]
-    logits = control.process(logits, seq, draft.tokens)  # row i after seq + draft[:i]
-    if sampling.greedy:
-        verdict = greedy_verify(draft.tokens, greedy_ids(logits))
-    else:
-        p = logits_to_probs(logits, sampling)  # [d + 1, V]
-        q = pad_vocab(draft.q, p.shape[-1]) if draft.q is not None else None
-        verdict = speculative_verify(draft.tokens, q, p, generator)
-    target.rollback(len(seq) + verdict.n_accepted)
-    return verdict
-
-
-def speculative_decode(
-    target: CachedLM,
-    drafter: Drafter,
-    prompt: list[int],
-    *,
-    k: int,
-    max_new_tokens: int,
-    sampling: SamplingConfig = SamplingConfig(),
-    eos_ids: Collection[int] = (),
-    generator: torch.Generator | None = None,
-    control: RepetitionControl = NO_CONTROL,
-) -> Generation:
-    """Generate up to max_new_tokens after prompt (stopping after an EOS), drafting up to k;
-    `control` (repetition penalty, no-repeat n-grams) processes the target's logits."""
-    if not prompt:
-        raise SpecdecError("the prompt is empty: give at least one token")
-    if max_new_tokens < 0:
-        raise SpecdecError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
-    generator = generator if generator is not None else make_generator(sampling.seed)
-    eos = set(eos_ids)
-    stats = GenStats()
-    seq = list(prompt)
-    device = target.device
-    device_sync(device)
-    t0 = time.perf_counter()
-    drafter.attach(target)
-    drafter.process_with(control)
-    drafter.begin(seq)
-    prefill(target, seq)
-    device_sync(device)
-    stats.prefill_s = time.perf_counter() - t0
-    stats.target_calls = 1 if len(seq) > 1 else 0
-    while stats.new_tokens < max_new_tokens:
-        k_eff = min(k, max_new_tokens - stats.new_tokens - 1)
-        t1 = time.perf_counter()
-        draft = drafter.propose(seq, k_eff, sampling, generator) if k_eff > 0 else Draft([])
-        draft = clip_draft(draft, k_eff)  # the target's extra cached positions are cropped below
-        device_sync(device)
-        t2 = time.perf_counter()
-        verdict = verify_step(target, seq, draft, sampling, generator, control)
-        device_sync(device)
-        t3 = time.perf_counter()
-        stats.draft_s += t2 - t1
-        stats.verify_s += t3 - t2
-        stats.target_calls += 1
-        d = draft.depth  # a tree counts its longest path
-        stats.draft_calls += d > 0
-        stats.proposed += d
-        stats.accepted += verdict.n_accepted
-        stats.accepted_lengths.append(verdict.n_accepted)
-        stats.proposed_lengths.append(d)
-        path = verdict.path if verdict.path is not None else draft.tokens[: verdict.n_accepted]
-        emitted = [*path, verdict.next_token]
-        for i, tok in enumerate(emitted):
-            if tok in eos:
-                emitted = emitted[: i + 1]
-                stats.stopped_by = "eos"
-                break
-        seq.extend(emitted)
-        stats.new_tokens += len(emitted)
-        if stats.stopped_by == "eos":
-            break
-        drafter.observe(seq, d, verdict.n_accepted)
-    stats.wall_s = time.perf_counter() - t0
-    return Generation(seq[len(prompt) :], stats)
-
-
-def autoregressive_decode(
-    target: CachedLM,
-    prompt: list[int],
-    *,
-    max_new_tokens: int,
-    sampling: SamplingConfig = SamplingConfig(),
-    eos_ids: Collection[int] = (),
-    generator: torch.Generator | None = None,
-    control: RepetitionControl = NO_CONTROL,
-) -> Generation:
-    """The baseline: one target call per token, KV-cached (or not, per `target.use_cache`)."""
-    return speculative_decode(
-        target,
-        NoDrafter(),
-        prompt,
-        k=1,
-        max_new_tokens=max_new_tokens,
-        sampling=sampling,
-        eos_ids=eos_ids,
-        generator=generator,
-        control=control,
-    )

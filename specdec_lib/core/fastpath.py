@@ -41,7 +41,7 @@ default, because padding a decode step costs more there: the LM head's one-row p
 memory-bound matrix-vector kernel, and `ROWS` rows make it a matrix product. `invariant=True`
 (or $SPECDEC_INVARIANT=1) makes float32 invariant too; the tests run it on every CPU. `ROWS = 8`
 is the trade-off: a K <= 7 verification is one product, a decode step pays for 8 rows, a
-K = 8..15 verification pays two products. `python -m specdec_lib.bench.fastpath_cost` times
+K = 8..15 verification pays two products. `python -m specdec_study.bench.fastpath_cost` times
 both paths per dtype (one JSON line).
 
 Knows nothing about caches' bookkeeping, sampling or drafters.

@@ -13,6 +13,10 @@ correction or bonus. The keys and values of the accepted path are then moved nex
 and the rest cropped (`CachedLM.keep`, the primitive a chain's rollback uses too): the cache holds
 exactly seq + the accepted tokens, as after a chain verification.
 
+The decode loop's two tree branches live here too: `clip_tree_draft` (a tree cut to depth K) and
+`verify_tree_draft` (the tree's Verdict, refusing sampling and a repetition control), so that the
+loop and its chain verifier (`core/decode.py`) read as if every draft were a chain.
+
 Greedy only: at T > 0 a tree needs multi-draft rejection sampling (SpecInfer), which this module
 does not do; it refuses with a SpecdecError. On the CPU the tree call runs the fast view's linear
 layers with the stock masked SDPA attention (the batch-invariant attention only knows causal
@@ -24,17 +28,22 @@ Knows nothing about drafters' heuristics or the decode loop's statistics.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import torch
 
 from specdec_lib.core import fastpath
+from specdec_lib.core.processors import TREE_NO_CONTROL
 from specdec_lib.core.sampling import greedy_ids
+from specdec_lib.core.verify import Verdict
 from specdec_lib.errors import SpecdecError
 
 if TYPE_CHECKING:
+    from specdec_lib.config import SamplingConfig
     from specdec_lib.core.cache import CachedLM
+    from specdec_lib.core.draft import Draft  # draft.py imports this module (Draft.depth)
+    from specdec_lib.core.processors import RepetitionControl
 
 GREEDY_ONLY = (
     "tree verification is greedy only (temperature 0): use --temperature 0 or a chain drafter"
@@ -222,3 +231,24 @@ def verify_tree(lm: CachedLM, seq: list[int], tree: Tree) -> tuple[list[int], in
     accepted, rows, nxt = greedy_walk(tree, greedy_ids(logits))
     lm.keep(start, [0, *rows])  # the root and the accepted path, next to the prefix
     return accepted, nxt
+
+
+def clip_tree_draft(draft: Draft, k: int) -> Draft:
+    """A tree draft cut to depth k: itself when no node lies deeper."""
+    t = clip_tree(Tree(draft.tokens, draft.parents), k)
+    if len(t.tokens) == len(draft.tokens):
+        return draft
+    return replace(draft, tokens=t.tokens, parents=t.parents, q=None, target_hidden=None)
+
+
+def verify_tree_draft(
+    lm: CachedLM, seq: list[int], draft: Draft, sampling: SamplingConfig, control: RepetitionControl
+) -> Verdict:
+    """A tree draft's Verdict: the longest path greedy decoding agrees with (`Verdict.path`), the
+    cache then holding seq + that path. Refuses sampling and an active repetition control."""
+    if not sampling.greedy:
+        raise SpecdecError(GREEDY_ONLY)
+    if control.active:
+        raise SpecdecError(TREE_NO_CONTROL)
+    accepted, nxt = verify_tree(lm, seq, Tree(draft.tokens, draft.parents))
+    return Verdict(len(accepted), nxt, tuple(accepted))

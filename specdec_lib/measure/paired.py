@@ -13,11 +13,11 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from specdec_lib.analysis.metrics import first_divergence, repeated_ngram_share
 from specdec_lib.config import SamplingConfig, SpecConfig
 from specdec_lib.core.cache import check_finite
 from specdec_lib.core.decode import Generation
 from specdec_lib.generate import Generator
+from specdec_lib.measure.metrics import first_divergence, repeated_ngram_share
 
 WARMUP_TOKENS = 8  # new tokens per arm in a warm-up: the prefill and a few draft-verify rounds
 

@@ -1,0 +1,125 @@
+"""The summary an experiment's rows give: its `arms` sections and its `headline` recomputed from
+per_prompt.csv (with its config) by the functions its runner summarized the rows with, so that
+a number the book states from summary.json is checked against the rows it summarizes, never
+against the summary that states it (`reporting.claims`: an edited summary.json then differs).
+
+What is not a function of the rows is taken from the summary as written and checked elsewhere:
+the names of the arms that play a role (`headline.arm`), the peers' error, and the sampling
+experiment's distribution check (its own samples are not in per_prompt.csv). Knows nothing
+about torch or models: rows in, summary sections out.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from specdec_study.analysis.agreement import agreement_summary
+from specdec_study.analysis.implementations import implementations_summary
+from specdec_study.analysis.k_sweep import k_sweep_summary
+from specdec_study.analysis.peers import drop_acceptance, peers_summary
+from specdec_study.analysis.replay import continuation_summary
+from specdec_study.analysis.single import baseline_headline, headline_pair
+from specdec_study.analysis.speculative_sampling import temperature_headline
+from specdec_study.analysis.summary import summarize
+from specdec_study.analysis.sweep import sweep_summary
+from specdec_study.results.declare import BASELINE
+from specdec_study.results.store import ExperimentResult
+
+TEXT, CONTINUATION = "text", "continuation"  # the agreement's two views (runner.agreement)
+
+
+def row_dicts(res: ExperimentResult) -> list[dict[str, Any]]:
+    """The result's per-prompt rows as the runner held them: dicts, an empty cell as None."""
+    return [
+        {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in r.items()}
+        for r in res.rows.to_dict("records")
+    ]
+
+
+def _main_arm(config: dict[str, Any]) -> str:
+    return next(a for a in config.get("arms") or {} if a != BASELINE)
+
+
+def _agreement(rows: list[dict], cfg: dict[str, Any], stated: dict[str, Any]) -> dict[str, Any]:
+    out = agreement_summary(
+        [r for r in rows if r.get("view") == TEXT],
+        cfg["text_contexts"],
+        k=cfg["k"],
+        test_range=cfg["test_range"],
+    )
+    out[CONTINUATION] = continuation_summary(
+        [r for r in rows if r.get("view") == CONTINUATION],
+        cfg["contexts"],
+        k=cfg["k"],
+        test_range=cfg["test_range"],
+    )
+    return out
+
+
+def _sampling(rows: list[dict], cfg: dict[str, Any], stated: dict[str, Any]) -> dict[str, Any]:
+    by_t, headline = {}, {}
+    checks = stated.get("distribution_check") or {}
+    main = (stated.get("roles") or {}).get("transformer") or _main_arm(cfg)
+    for t in cfg["temperatures"]:
+        arms = summarize([r for r in rows if float(r["temperature"]) == float(t)])
+        by_t[str(t)] = {"arms": arms}
+        checked = cfg["distribution"]["arms"]
+        headline[str(t)] = temperature_headline(arms, checks.get(str(t)) or {}, main, checked)
+    return {"by_temperature": by_t, "headline": headline}
+
+
+def _peers(rows: list[dict], cfg: dict[str, Any], stated: dict[str, Any]) -> dict[str, Any]:
+    for r in rows:
+        if r["draft"] == "hf:greedy":
+            r["k"] = 0
+    arms = summarize(rows)
+    drop_acceptance(arms)
+    n = len({r["prompt"] for r in rows})
+    return peers_summary(rows, arms, n, stated.get("peers_error"))
+
+
+def _single(rows: list[dict], cfg: dict[str, Any], stated: dict[str, Any]) -> dict[str, Any]:
+    arms = summarize(rows)
+    arm = (stated.get("headline") or {}).get("arm")
+    if arm is None:
+        return {"arms": arms, "headline": baseline_headline(arms, cfg)}
+    return {"arms": arms, "headline": headline_pair(arms, arm)}
+
+
+SUMMARIZED = {
+    "baseline": _single,
+    "bigram": _single,
+    "transformer_draft": _single,
+    "context_sweep": lambda rows, cfg, _: sweep_summary(rows, cfg),
+    "context_sweep_nocache": lambda rows, cfg, _: sweep_summary(rows, cfg),
+    "k_sweep": lambda rows, cfg, _: k_sweep_summary(rows, summarize(rows), cfg),
+    "sampling": _sampling,
+    "peers": _peers,
+    "agreement": _agreement,
+    "implementations": lambda rows, cfg, _: implementations_summary(rows, cfg),
+}
+
+_CACHE: dict[int, tuple[ExperimentResult, dict[str, Any]]] = {}
+
+
+def summary_from_rows(res: ExperimentResult | None, experiment: str) -> dict[str, Any]:
+    """The summary sections (arms per cell, headline) that the result's rows give, as its
+    runner computed them; {} without a result, for an experiment this module does not know, or
+    for rows that lack what its runner summarized.
+    Computed once per result read."""
+    if res is None or experiment not in SUMMARIZED:
+        return {}
+    held = _CACHE.get(id(res))
+    if held is not None and held[0] is res:
+        return held[1]
+    try:
+        out = SUMMARIZED[experiment](row_dicts(res), res.config, res.summary)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        # rows that do not hold what the runner summarized (a partial or hand-made result):
+        # they give nothing, and each claim says it is read from the summary instead
+        out = {}
+    if len(_CACHE) > 64:
+        _CACHE.clear()
+    _CACHE[id(res)] = (res, out)
+    return out

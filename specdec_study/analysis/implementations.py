@@ -1,0 +1,378 @@
+"""The positive control's summary (04, `implementations`): the implementations a hand-written
+study plausibly used, timed on the same prompts and contexts, each read the earlier study's way
+(one context-20 baseline over every row) and paired with its own baseline, with tokens per target
+call beside it; the change of each from context 10 to 100, and the rule that says whether a
+variant reproduces the published shape.
+
+A variant is a (baseline arm, speculative arm) pair of the config's `variants`: `nocache` (both
+recompute the prefix), `mixed_target` (a cached baseline beside a loop whose target recomputes
+it), `mixed_draft` (a cached baseline beside a loop whose draft is re-prefilled at every call)
+and `cached` (both cached). Its single-divisor speedup divides *its own* baseline's time at the
+reference context: the uncached baseline's for `nocache`, the cached one's for the others.
+
+Torch-free; knows nothing about how the rows were measured or where they are written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from pathlib import Path
+from typing import Any, TypedDict
+
+import numpy as np
+
+from specdec_study.analysis import stats
+from specdec_study.analysis.summary import ArmsCell, Num, PointCI, arm_rows, arm_walls, summarize
+from specdec_study.results.declare import Experiment, Figure, PairedConfig, StudySummary
+
+# ------------------------------------------------------------------ the shape rule (fixed first)
+# Written on 2026-12-06, before any embedded number of this experiment existed. The published
+# transformer draft's single-divisor speedup falls from 1.83x at context 10 to 1.01x at 100
+# (ratio 0.55); a variant "reproduces the published shape" when its single-divisor speedup falls
+# by more than a fifth over the same range while its tokens per target call stays flat.
+SHAPE_FALL = 0.80  # the 100/10 single-divisor ratio's whole 95% interval lies below this
+FLAT_BAND = (0.90, 1.10)  # ... and the tokens-per-call ratio's whole interval lies inside this
+REPRODUCES = "reproduces"
+DOES_NOT_REPRODUCE = "does not reproduce"
+INCONCLUSIVE = "inconclusive"
+SHAPE_LABELS = (REPRODUCES, DOES_NOT_REPRODUCE, INCONCLUSIVE)
+SHAPE_RULE = (
+    f"A variant {REPRODUCES} the published shape when the 95% interval of its single-divisor "
+    f"speedup's ratio (context 100 over 10) lies wholly below {SHAPE_FALL:.2f} and that of its "
+    f"tokens per target call lies wholly inside [{FLAT_BAND[0]:.2f}, {FLAT_BAND[1]:.2f}]. It "
+    f"{DOES_NOT_REPRODUCE} when the first interval lies wholly above {SHAPE_FALL:.2f} (no "
+    "material fall) or the second lies wholly outside that band (the acceptance moved). "
+    f"Anything else, a missing number included, is {INCONCLUSIVE}."
+)
+
+VARIANTS = ("nocache", "mixed_target", "mixed_draft", "cached")
+# variant -> (target's KV cache in the speculative loop, draft's KV cache, baseline cached)
+CACHES: dict[str, tuple[bool, bool, bool]] = {
+    "nocache": (False, False, False),
+    "mixed_target": (False, True, True),
+    "mixed_draft": (True, False, True),
+    "cached": (True, True, True),
+}
+CACHED_BASELINE = "baseline"  # the catalog's BASELINE: the reference of token identity
+UNCACHED_BASELINE = "baseline_nocache"
+
+
+def variant_arms(variants: list[str]) -> dict[str, dict[str, Any]]:
+    """Variant -> its baseline and speculative arm (the arm is named as the variant) and where
+    each keeps a KV cache (`CACHES`)."""
+    out = {}
+    for v in variants:
+        target, draft, base_cached = CACHES[v]
+        out[v] = {
+            "baseline": CACHED_BASELINE if base_cached else UNCACHED_BASELINE,
+            "speculative": v,
+            "target_cache": target,
+            "draft_cache": draft,
+            "baseline_cache": base_cached,
+        }
+    return out
+
+
+def shape_label(ratio: dict[str, Any] | None, tokens_ratio: dict[str, Any] | None) -> str:
+    """The shape rule (`SHAPE_RULE`) on two {value, ci_low, ci_high} intervals: the single-divisor
+    speedup's and the tokens per call's ratio, context 100 over 10. The three outcomes cannot
+    overlap: `reproduces` needs the first interval's top below SHAPE_FALL (so its bottom is too)
+    and the second inside the band; `does not reproduce` needs one of their mirrors."""
+    s_lo, s_hi = _bounds(ratio)
+    t_lo, t_hi = _bounds(tokens_ratio)
+    if s_hi < SHAPE_FALL and FLAT_BAND[0] <= t_lo and t_hi <= FLAT_BAND[1]:
+        return REPRODUCES
+    if s_lo > SHAPE_FALL or t_lo > FLAT_BAND[1] or t_hi < FLAT_BAND[0]:
+        return DOES_NOT_REPRODUCE
+    return INCONCLUSIVE
+
+
+def _bounds(d: dict[str, Any] | None) -> tuple[float, float]:
+    """(ci_low, ci_high) as floats; NaN for a missing interval (every comparison is false)."""
+    if not d or d.get("ci_low") is None or d.get("ci_high") is None:
+        return math.nan, math.nan
+    return float(d["ci_low"]), float(d["ci_high"])
+
+
+# ------------------------------------------------------------------ shapes
+
+
+class VariantArms(TypedDict):
+    """A variant's two arms and where each keeps a KV cache."""
+
+    baseline: str
+    speculative: str
+    target_cache: bool
+    draft_cache: bool
+    baseline_cache: bool
+
+
+class VariantRow(TypedDict):
+    """One (variant, context) row of the summary's table."""
+
+    variant: str
+    context: int
+    baseline: str
+    speculative: str
+    n_prompts: int
+    total_wall_s: float
+    baseline_total_wall_s: float
+    tokens_per_call: PointCI
+    acceptance_rate: PointCI
+    paired_speedup: PointCI
+    single_divisor_speedup: PointCI
+    baseline_single_divisor_speedup: PointCI
+    identical_fraction: float
+
+
+class VariantChange(TypedDict):
+    """A variant's change from context `lo` to `hi`, each ratio paired by prompt, and its label."""
+
+    lo: int
+    hi: int
+    single_divisor_lo: PointCI
+    single_divisor_hi: PointCI
+    single_divisor_ratio: PointCI
+    tokens_per_call_ratio: PointCI
+    paired_speedup_ratio: PointCI
+    label: str
+
+
+class _ShapeRuleKeys(TypedDict):
+    fall: float
+    flat_band: list[float]
+    text: str
+
+
+class ShapeRule(_ShapeRuleKeys, total=False):
+    """The shape rule's thresholds and text, as they were when the summary was made, and the
+    hash of this module then (`rule_sha256`: the book can tell a rule revised after the run;
+    absent from the first embedded result, measured before it was recorded)."""
+
+    sha256: str
+
+
+def rule_sha256() -> str:
+    """The hash of this file, where the shape rule is written (as `rules.rules_sha256` is of
+    the paradox's rules)."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+class ShapeHeadline(TypedDict):
+    """A variant's headline: its two ratios (context hi over lo) and the shape rule's label."""
+
+    single_divisor_ratio: Num
+    tokens_per_call_ratio: Num
+    label: str
+
+
+class _ImplementationsKeys(StudySummary):
+    contexts: list[int]
+    reference_context: int
+    draft: str
+    variants: dict[str, VariantArms]
+    by_context: dict[str, ArmsCell]
+    table: list[VariantRow]
+    changes: dict[str, VariantChange]
+    shape_rule: ShapeRule
+    headline: dict[str, ShapeHeadline]
+
+
+class ImplementationsSummary(_ImplementationsKeys, total=False):
+    """The positive control's summary.json (`implementations_summary`)."""
+
+
+class ImplementationsConfig(PairedConfig):
+    """The positive control's config: the sweep's documents and anchors, the contexts, one draft,
+    and per variant its arms and caches (`runner.implementations.implementations_config`)."""
+
+    contexts: list[int]
+    anchor_min: int
+    anchor_room: int
+    n_prompts_by_context: dict[str, int]
+    order: str
+    warmup_tokens: int
+    reference_context: int
+    draft: str
+    arm_cache: dict[str, dict[str, bool]]  # arm -> {"target": bool, "draft": bool}
+    variants: dict[str, VariantArms]
+
+
+# ------------------------------------------------------------------ the summary
+
+
+def _column(rows: list[dict[str, Any]], key: str) -> np.ndarray:
+    return np.array([float(r[key]) for r in rows], dtype=float)
+
+
+def _nan() -> dict[str, Any]:
+    return stats.Interval(math.nan, math.nan, math.nan, 0, "none").as_dict()
+
+
+def _tokens_per_call(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """New tokens over target calls, pooled over prompts with a paired bootstrap interval."""
+    if not rows:
+        return _nan()
+    return stats.pooled_ratio(_column(rows, "new_tokens"), _column(rows, "target_calls")).as_dict()
+
+
+def _acceptance(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    prop = _column(rows, "proposed") if rows else np.array([])
+    if not rows or prop.sum() == 0:
+        return _nan()
+    return stats.pooled_ratio(_column(rows, "accepted"), prop).as_dict()
+
+
+def _speedup(num: np.ndarray, den: np.ndarray) -> dict[str, Any]:
+    """sum(num) / sum(den) over the prompts both have (the first n), paired by prompt."""
+    n = min(len(num), len(den))
+    return _nan() if n == 0 else stats.paired_speedup(num[:n], den[:n]).as_dict()
+
+
+def variant_row(
+    rows: list[dict[str, Any]], variant: str, arms: dict[str, Any], context: int, ref: int
+) -> dict[str, Any]:
+    """One (variant, context) row: tokens per call, the speedup paired with the variant's own
+    baseline at this context, and the earlier study's single-divisor speedup (the variant's
+    baseline at the reference context over this row, paired by prompt)."""
+    spec = arm_rows(rows, arms["speculative"], context=context)
+    base_w = arm_walls(rows, arms["baseline"], context=context)
+    ref_w = arm_walls(rows, arms["baseline"], context=ref)
+    spec_w = np.array([r["wall_s"] for r in spec], dtype=float)
+    return {
+        "variant": variant,
+        "context": context,
+        "baseline": arms["baseline"],
+        "speculative": arms["speculative"],
+        "n_prompts": len(spec),
+        "total_wall_s": float(spec_w.sum()),
+        "baseline_total_wall_s": float(base_w.sum()),
+        "tokens_per_call": _tokens_per_call(spec),
+        "acceptance_rate": _acceptance(spec),
+        "paired_speedup": _speedup(base_w, spec_w),
+        "single_divisor_speedup": _speedup(ref_w, spec_w),
+        "baseline_single_divisor_speedup": _speedup(ref_w, base_w),
+        "identical_fraction": float(np.mean([bool(r["identical"]) for r in spec]))
+        if spec
+        else math.nan,
+    }
+
+
+def _tokens_ratio(hi: list[dict[str, Any]], lo: list[dict[str, Any]]) -> dict[str, Any]:
+    """(tokens per call at hi) / (at lo), each pooled, paired by prompt."""
+    n = min(len(hi), len(lo))
+    if n == 0:
+        return _nan()
+    data = [_column(x[:n], k) for x in (hi, lo) for k in ("new_tokens", "target_calls")]
+    return stats.bootstrap(
+        data, lambda a, b, c, d, axis: (a.sum(axis) / b.sum(axis)) / (c.sum(axis) / d.sum(axis))
+    ).as_dict()
+
+
+def variant_change(
+    rows: list[dict[str, Any]], arms: dict[str, Any], table: list[dict[str, Any]], lo: int, hi: int
+) -> dict[str, Any]:
+    """The variant's change from context lo to hi, paired by prompt. The single-divisor ratio
+    is S(hi) / S(lo) = T(lo) / T(hi): the one divisor cancels, so it is the speculative arm's
+    own time ratio; the paired ratio keeps each context's baseline."""
+    s_lo = arm_walls(rows, arms["speculative"], context=lo)
+    s_hi = arm_walls(rows, arms["speculative"], context=hi)
+    b_lo = arm_walls(rows, arms["baseline"], context=lo)
+    b_hi = arm_walls(rows, arms["baseline"], context=hi)
+    at = {t["context"]: t for t in table}
+    n = min(len(s_lo), len(s_hi), len(b_lo), len(b_hi))
+    paired_ratio = (
+        _nan()
+        if n == 0
+        else stats.bootstrap(
+            [b_hi[:n], s_hi[:n], b_lo[:n], s_lo[:n]],
+            lambda a, b, c, d, axis: (a.sum(axis) / b.sum(axis)) / (c.sum(axis) / d.sum(axis)),
+        ).as_dict()
+    )
+    ratio = _speedup(s_lo, s_hi)
+    tokens = _tokens_ratio(
+        arm_rows(rows, arms["speculative"], context=hi),
+        arm_rows(rows, arms["speculative"], context=lo),
+    )
+    return {
+        "lo": lo,
+        "hi": hi,
+        "single_divisor_lo": at[lo]["single_divisor_speedup"] if lo in at else _nan(),
+        "single_divisor_hi": at[hi]["single_divisor_speedup"] if hi in at else _nan(),
+        "single_divisor_ratio": ratio,
+        "tokens_per_call_ratio": tokens,
+        "paired_speedup_ratio": paired_ratio,
+        "label": shape_label(ratio, tokens),
+    }
+
+
+def implementations_summary(rows: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, Any]:
+    """rows (with `context` and `variant` columns) and the config -> the summary.json."""
+    contexts = [int(c) for c in cfg["contexts"]]
+    ref = int(cfg["reference_context"]) if cfg["reference_context"] in contexts else contexts[0]
+    lo, hi = min(contexts), max(contexts)
+    # in the study's order (VARIANTS), whatever order config.json was read back in
+    variants = {v: cfg["variants"][v] for v in VARIANTS if v in cfg["variants"]}
+    variants |= {v: a for v, a in cfg["variants"].items() if v not in variants}
+    by_context = {
+        str(c): {"arms": summarize([r for r in rows if r["context"] == c])} for c in contexts
+    }
+    table = [variant_row(rows, v, arms, c, ref) for v, arms in variants.items() for c in contexts]
+    changes = {
+        v: variant_change(rows, arms, [t for t in table if t["variant"] == v], lo, hi)
+        for v, arms in variants.items()
+    }
+    return {
+        "contexts": contexts,
+        "reference_context": ref,
+        "draft": cfg["draft"],
+        "variants": variants,
+        "by_context": by_context,
+        "table": table,
+        "changes": changes,
+        "shape_rule": {
+            "fall": SHAPE_FALL,
+            "flat_band": list(FLAT_BAND),
+            "text": SHAPE_RULE,
+            "sha256": rule_sha256(),
+        },
+        "headline": {
+            v: {
+                "single_divisor_ratio": ch["single_divisor_ratio"]["value"],
+                "tokens_per_call_ratio": ch["tokens_per_call_ratio"]["value"],
+                "label": ch["label"],
+            }
+            for v, ch in changes.items()
+        },
+    }
+
+
+# ------------------------------------------------------------------ declaration
+
+implementations = Experiment(
+    "implementations",
+    "the positive control: the earlier study's shape reproduced on purpose by the implementations "
+    "a hand-written study plausibly used (no KV cache; a cached baseline beside a loop that "
+    "recomputes its target's or its draft's prefix; both cached), one draft, the same prompts "
+    "and contexts",
+    call="study.run_implementations(study_run)",
+    figures=(
+        Figure(
+            "implementations.png",
+            "Left: each variant's speedup the earlier study's way (its own baseline at context "
+            "20 over each row; whiskers: 95% intervals), the published transformer draft in "
+            "red. Right: tokens per target call. A fall on the left with a flat line on the "
+            "right is the published shape made by the implementation, not by acceptance.",
+        ),
+    ),
+    defaults={
+        "contexts": [10, 20, 50, 100],
+        "n_prompts": 2,
+        "max_new_tokens": 8,
+        "warmup_tokens": 4,
+        "draft": "self:1",
+    },
+    summary=ImplementationsSummary,
+    config_shape=ImplementationsConfig,
+)

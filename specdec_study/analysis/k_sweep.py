@@ -1,0 +1,176 @@
+"""The K sweep's summary (05): per fixed K the measured speedup beside Leviathan et al.'s
+prediction (per arm, calibrated, and pooled: one acceptance a and one cost ratio c for the pair,
+the medians over the fixed-K arms), the best K measured and predicted, and the adaptive-K arm;
+and its declared shape (`KSweepSummary`).
+
+Torch-free; knows nothing about how the rows were measured or where they are written.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+import numpy as np
+
+from specdec_study.analysis.summary import ArmSummary, Num, PointCI, SpeedupColumns, point
+from specdec_study.analysis.theory import best_k, expected_speedup
+from specdec_study.results.declare import Experiment, Figure, SingleContextConfig, StudySummary
+
+
+class KRow(SpeedupColumns):
+    """One fixed K's row of the table (`k_row`, and the pooled prediction)."""
+
+    k: int
+    method: str
+    predicted_speedup_leviathan: Num
+    predicted_speedup_calibrated: Num
+    predicted_speedup_pooled: Num
+    acceptance_rate: Num
+    per_token_acceptance_iid: Num
+    cost_ratio: Num
+    mean_accepted_length: Num
+
+
+class AdaptiveSummary(TypedDict):
+    """The adaptive arm: its schedule (the config's `adaptive`) and what it did."""
+
+    k_start: int
+    k_min: int
+    k_max: int
+    mean_k_used: Num
+    speedup: PointCI | None
+    acceptance_rate: PointCI | None
+    mean_accepted_length: PointCI | None
+
+
+class KSweepHeadline(TypedDict):
+    """The best K measured and predicted, the pooled a and c, the adaptive arm's speedup."""
+
+    best_k_measured: int | None
+    best_speedup_measured: Num
+    best_k_predicted: int | None
+    pooled_per_token_acceptance: Num
+    pooled_cost_ratio: Num
+    adaptive_speedup: PointCI | None
+
+
+class KSweepSummary(StudySummary):
+    """05's summary.json (`k_sweep_summary`)."""
+
+    arms: dict[str, ArmSummary]
+    ks: list[int]
+    table: list[KRow]
+    adaptive: AdaptiveSummary
+    headline: KSweepHeadline
+
+
+class AdaptiveKConfig(TypedDict):
+    """05's adaptive-K schedule's bounds."""
+
+    k_start: int
+    k_min: int
+    k_max: int
+
+
+class KSweepConfig(SingleContextConfig):
+    """05's config: the transformer draft at each K and the adaptive schedule."""
+
+    ks: list[int]
+    adaptive: AdaptiveKConfig
+
+
+def k_row(k: int, s: dict[str, Any]) -> dict[str, Any]:
+    """The table row of the arm `k{k}` from its summary s."""
+    sp = s.get("speedup") or {}
+    return {
+        "k": k,
+        "method": f"k{k}",
+        "speedup": sp.get("value"),
+        "speedup_ci_low": sp.get("ci_low"),
+        "speedup_ci_high": sp.get("ci_high"),
+        "predicted_speedup_leviathan": s.get("predicted_speedup_leviathan"),
+        "predicted_speedup_calibrated": s.get("predicted_speedup_calibrated"),
+        "acceptance_rate": point(s.get("acceptance_rate")),
+        "per_token_acceptance_iid": s.get("per_token_acceptance_iid"),
+        "cost_ratio": s.get("cost_ratio"),
+        "mean_accepted_length": point(s.get("mean_accepted_length")),
+    }
+
+
+def pooled(table: list[dict[str, Any]]) -> tuple[float | None, float | None]:
+    """(a, c): the medians of the fixed-K arms' per-token acceptance and cost ratio."""
+    a_vals = [
+        t["per_token_acceptance_iid"] for t in table if t["per_token_acceptance_iid"] is not None
+    ]
+    c_vals = [t["cost_ratio"] for t in table if t["cost_ratio"] is not None]
+    a_pool = float(np.median(a_vals)) if a_vals else None
+    c_pool = float(np.median(c_vals)) if c_vals else None
+    return a_pool, c_pool
+
+
+def adaptive_summary(
+    rows: list[dict[str, Any]], arms: dict[str, Any], schedule: dict[str, Any]
+) -> dict[str, Any]:
+    """The adaptive arm: its schedule, the mean K it proposed (empty proposals left out), its
+    speedup, acceptance and accepted length."""
+    props = [x for r in rows if r["method"] == "adaptive" for x in r["proposed_lengths"]]
+    s = arms["adaptive"]
+    return {
+        **schedule,
+        "mean_k_used": float(np.mean([p for p in props if p > 0])) if props else None,
+        "speedup": s.get("speedup"),
+        "acceptance_rate": s.get("acceptance_rate"),
+        "mean_accepted_length": s.get("mean_accepted_length"),
+    }
+
+
+def k_sweep_summary(
+    rows: list[dict[str, Any]], arms: dict[str, Any], cfg: dict[str, Any]
+) -> dict[str, Any]:
+    """rows, their per-arm summary (`analysis.summary.summarize`) and the sweep's config -> its
+    summary.json."""
+    ks = cfg["ks"]
+    table = [k_row(k, arms[f"k{k}"]) for k in ks]
+    a_pool, c_pool = pooled(table)
+    known = a_pool is not None and c_pool is not None
+    a = min(max(a_pool, 0.0), 1.0) if known else None
+    for t in table:
+        t["predicted_speedup_pooled"] = expected_speedup(a, t["k"], c_pool) if known else None
+    meas = [t for t in table if t["speedup"] is not None]
+    best = max(meas, key=lambda t: t["speedup"]) if meas else None
+    adaptive = adaptive_summary(rows, arms, cfg["adaptive"])
+    headline = {
+        "best_k_measured": best["k"] if best else None,
+        "best_speedup_measured": best["speedup"] if best else None,
+        "best_k_predicted": best_k(a, c_pool, max(ks)) if known else None,
+        "pooled_per_token_acceptance": a_pool,
+        "pooled_cost_ratio": c_pool,
+        "adaptive_speedup": adaptive["speedup"],
+    }
+    return {"arms": arms, "ks": ks, "table": table, "adaptive": adaptive, "headline": headline}
+
+
+# --------------------------------------------------------------------------- declaration
+
+k_sweep = Experiment(
+    "k_sweep",
+    "the transformer draft at each draft length K, and an adaptive-K schedule",
+    call="study.run_k_sweep(study_run)",
+    summary=KSweepSummary,
+    config_shape=KSweepConfig,
+    figures=(
+        Figure(
+            "measured_vs_predicted.png",
+            "Measured speedup per K (whiskers: 95% interval) beside the "
+            "predictions from the measured acceptance and cost ratio; the dash-dotted line is "
+            "adaptive K. Look at "
+            "where the measured curve peaks and how far the predictions sit from it.",
+        ),
+        Figure(
+            "position_acceptance.png",
+            "Probability that draft position i is accepted given that positions "
+            "1..i-1 were. A flat line is what the i.i.d. model behind Leviathan et al.'s "
+            "prediction assumes; a falling one means long drafts pay off less than predicted.",
+        ),
+    ),
+)

@@ -1,0 +1,257 @@
+"""The context sweep's summary (04): per context the arms' summaries, a flat table with the
+paired speedup against the same context's baseline beside the earlier study's speedup (one
+reference-context baseline over every row), the baseline's growth with context, and headlines;
+and its declared shape (`SweepSummary`).
+
+Torch-free; knows nothing about how the rows were measured or where they are written.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+import numpy as np
+
+from specdec_study.analysis import stats
+from specdec_study.analysis.summary import (
+    AcceptanceColumns,
+    ArmsCell,
+    Num,
+    SpeedupColumns,
+    TokensPerSColumns,
+    arm_walls,
+    point,
+    summarize,
+)
+from specdec_study.results.declare import BASELINE, Experiment, Figure, PairedConfig, StudySummary
+
+
+class SweepRow(SpeedupColumns, AcceptanceColumns, TokensPerSColumns):
+    """One (context, arm) row of the sweep's flat table (`table_row`)."""
+
+    context: int
+    method: str
+    draft: str
+    k: int
+    n_prompts: int
+    use_cache: bool
+    total_wall_s: float
+    baseline_total_wall_s: float
+    earlier_style_speedup: Num
+    earlier_style_speedup_ci_low: Num
+    earlier_style_speedup_ci_high: Num
+    earlier_style_speedup_ci_method: str
+    mean_accepted_length: Num
+
+
+class EarlierStyle(TypedDict):
+    """The reference context whose baseline the earlier study's speedup divides."""
+
+    reference_context: int
+    reference_total_wall_s: float
+
+
+class BaselineGrowth(TypedDict):
+    """The baseline's total time and time per token, one entry per context."""
+
+    context: list[int]
+    total_wall_s: list[float]
+    s_per_token: list[float]
+
+
+class SweepHeadline(TypedDict):
+    """Arm -> context -> speedup, paired and the earlier study's way (`sweep_headline`)."""
+
+    speedup_at: dict[str, dict[str, Num]]
+    earlier_style_speedup_at: dict[str, dict[str, Num]]
+
+
+class _SweepKeys(StudySummary):
+    contexts: list[int]
+    use_cache: bool
+    by_context: dict[str, ArmsCell]
+    table: list[SweepRow]
+    earlier_style: EarlierStyle
+    baseline_growth: BaselineGrowth
+    headline: SweepHeadline
+    kinds: dict[str, str]  # draft arm -> how it relates to the target (analysis.agreement)
+
+
+class SweepSummary(_SweepKeys, total=False):
+    """04's timed sweep's summary.json, with the KV cache on or off (`sweep_summary` and the
+    runner's primary arm and draft kinds). The runner always writes `primary`; a result from
+    before it is read, and the book asks for a re-run."""
+
+    primary: str
+
+
+class _SweepConfigKeys(PairedConfig):
+    contexts: list[int]
+    anchor_min: int
+    anchor_room: int
+    n_prompts_by_context: dict[str, int]  # context (as JSON writes a key) -> its prompts
+    order: str
+    warmup_tokens: int
+    use_cache: bool
+    reference_context: int
+
+
+class SweepConfig(_SweepConfigKeys, total=False):
+    """04's timed sweep's config (and its cache-off ablation's): the contexts, each with its
+    prompts, and the earlier study's reference context."""
+
+    n_prompts_by_arm: dict[str, int]  # only where a draft runs on fewer prompts
+    primary: str  # absent from results configured before it was recorded
+
+
+def table_row(
+    context: int, method: str, arms: dict[str, Any], earlier: stats.Interval, use_cache: bool
+) -> dict[str, Any]:
+    """One (context, arm) row of the flat table; `earlier` is its earlier-study-style speedup."""
+    s = arms[method]
+    sp = s.get("speedup") or {}
+    acc = s.get("acceptance_rate") or {}
+    return {
+        "context": context,
+        "method": method,
+        "draft": s["draft"],
+        "k": s["k"],
+        "n_prompts": s["n_prompts"],
+        "use_cache": use_cache,
+        "total_wall_s": s["total_wall_s"],
+        "baseline_total_wall_s": arms[BASELINE]["total_wall_s"],
+        "tokens_per_s": s["tokens_per_s"]["median"],
+        "tokens_per_s_ci_low": s["tokens_per_s"]["ci_low"],
+        "tokens_per_s_ci_high": s["tokens_per_s"]["ci_high"],
+        "speedup": sp.get("value"),
+        "speedup_ci_low": sp.get("ci_low"),
+        "speedup_ci_high": sp.get("ci_high"),
+        "earlier_style_speedup": earlier.value,
+        "earlier_style_speedup_ci_low": earlier.low,
+        "earlier_style_speedup_ci_high": earlier.high,
+        "earlier_style_speedup_ci_method": earlier.method,
+        "acceptance_rate": acc.get("value"),
+        "acceptance_rate_ci_low": acc.get("ci_low"),
+        "acceptance_rate_ci_high": acc.get("ci_high"),
+        "mean_accepted_length": point(s.get("mean_accepted_length")),
+    }
+
+
+def sweep_table(
+    rows: list[dict[str, Any]],
+    by_context: dict[str, Any],
+    contexts: list[int],
+    ref_wall: np.ndarray,
+    use_cache: bool,
+) -> list[dict[str, Any]]:
+    """Every (context, arm) row; the earlier-study-style speedup divides the reference context's
+    baseline time by the arm's, prompt by prompt (a context with fewer prompts has the first
+    ones)."""
+    table = []
+    for c in contexts:
+        arms = by_context[str(c)]["arms"]
+        for m in arms:
+            w = arm_walls(rows, m, context=c)
+            n = min(len(w), len(ref_wall))
+            earlier = stats.paired_speedup(ref_wall[:n], w[:n])
+            table.append(table_row(c, m, arms, earlier, use_cache))
+    return table
+
+
+def baseline_growth(table: list[dict[str, Any]], by_context: dict[str, Any]) -> dict[str, Any]:
+    """The baseline's total time and time per token at each context."""
+    base = [t for t in table if t["method"] == BASELINE]
+    per_token = []
+    for t in base:
+        b = by_context[str(t["context"])]["arms"][BASELINE]
+        per_token.append(b["total_wall_s"] / max(b["new_tokens"], 1))
+    return {
+        "context": [t["context"] for t in base],
+        "total_wall_s": [t["total_wall_s"] for t in base],
+        "s_per_token": per_token,
+    }
+
+
+def sweep_headline(table: list[dict[str, Any]], methods: list[str]) -> dict[str, Any]:
+    """Per draft arm its speedup at each context; per arm (baseline too) the earlier style's."""
+
+    def at(m: str, key: str) -> dict[str, Any]:
+        return {str(t["context"]): t[key] for t in table if t["method"] == m}
+
+    return {
+        "speedup_at": {m: at(m, "speedup") for m in methods},
+        "earlier_style_speedup_at": {
+            m: at(m, "earlier_style_speedup") for m in [BASELINE, *methods]
+        },
+    }
+
+
+def sweep_summary(rows: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, Any]:
+    """rows (with a `context` column) and the sweep's config -> its summary.json."""
+    contexts = cfg["contexts"]
+    ref = cfg["reference_context"] if cfg["reference_context"] in contexts else contexts[0]
+    by_context = {
+        str(c): {"arms": summarize([r for r in rows if r["context"] == c])} for c in contexts
+    }
+    ref_wall = arm_walls(rows, BASELINE, context=ref)
+    table = sweep_table(rows, by_context, contexts, ref_wall, cfg["use_cache"])
+    methods = [m for m in cfg["arms"] if m != BASELINE]
+    return {
+        "contexts": contexts,
+        "use_cache": cfg["use_cache"],
+        "by_context": by_context,
+        "table": table,
+        "earlier_style": {
+            "reference_context": ref,
+            "reference_total_wall_s": float(ref_wall.sum()),
+        },
+        "baseline_growth": baseline_growth(table, by_context),
+        "headline": sweep_headline(table, methods),
+    }
+
+
+# --------------------------------------------------------------------------- declarations
+
+CONTEXT_FIGURES = (
+    Figure(
+        "speedup_vs_context.png",
+        "Paired speedup at each context, each against the baseline at the same "
+        "context (whiskers: 95% intervals). A drafter that loses ground as context grows falls "
+        "here.",
+    ),
+    Figure(
+        "acceptance_vs_context.png",
+        "Acceptance rate (accepted / proposed) at each context (whiskers: 95% "
+        "intervals): the timing-free half of the speedup.",
+    ),
+    Figure(
+        "time_vs_context.png",
+        "Total seconds per arm at each context. The baseline's own growth is "
+        "what a single baseline at one context hides.",
+    ),
+    Figure(
+        "earlier_style_vs_paired.png",
+        "Dashed (crosses): speedup the earlier study's way (one baseline at "
+        "the reference context divided by each row's time, the baseline's own row included); "
+        "solid: paired with the same context. "
+        "Where the two part, the difference is the baseline's growth, not the drafter's.",
+    ),
+)
+
+context_sweep = Experiment(
+    "context_sweep",
+    "drafting at growing visible context, each context against its own baseline",
+    call="study.run_context_sweep(study_run, use_cache=True)",
+    figures=CONTEXT_FIGURES,
+    summary=SweepSummary,
+    config_shape=SweepConfig,
+)
+context_sweep_nocache = Experiment(
+    "context_sweep_nocache",
+    "the context sweep with the KV cache off (every call re-reads the whole sequence)",
+    call="study.run_context_sweep(study_run, use_cache=False)",
+    # the baseline alone: no acceptance to plot (the plot was an empty frame with an empty legend)
+    figures=tuple(f for f in CONTEXT_FIGURES if f.file != "acceptance_vs_context.png"),
+    summary=SweepSummary,
+    config_shape=SweepConfig,
+)

@@ -1,0 +1,120 @@
+"""The figures of a result directory, each a function (summary, rows) -> Figure or None that the
+figures' declarations are bound to (`declared.DRAWINGS`) and `runner.execute` draws into
+`figures/` (so W&B logs them too). Each picks its input from the summary or the rows and calls the
+drawing in `arms` or `context_length`. The first paragraph of each docstring says what the figure
+shows to a reader: the book gives it to the executed notebooks' images as alt text
+(`declared.alt_text`). Knows nothing about which experiment has which figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from specdec_study.analysis import rules
+from specdec_study.analysis.agreement import SEPARATE
+from specdec_study.reporting.earlier import earlier_recomputed
+from specdec_study.reporting.figures import arms as arm_figures
+from specdec_study.reporting.figures import context_length as context_figures
+
+Rows = Sequence[dict[str, Any]]
+K_SWEEP_ARMS = ("k2", "k4", "k8", "adaptive")  # the K sweep's acceptance-per-position arms
+
+
+def tokens_per_s(summary: dict[str, Any], rows: Rows) -> Any:
+    """Histogram of the baseline's tokens per second over the prompts, with the median marked."""
+    return arm_figures.tokens_per_s(rows)
+
+
+def speedup(summary: dict[str, Any], rows: Rows) -> Any:
+    """Bar chart of each drafting arm's speedup over the paired baseline, with 95% intervals."""
+    return arm_figures.speedup_bars(summary["arms"])
+
+
+def position_acceptance(summary: dict[str, Any], rows: Rows) -> Any:
+    """Line chart of the acceptance at each draft position given the earlier ones, per arm."""
+    return arm_figures.position_acceptance(summary["arms"])
+
+
+def k_sweep_position_acceptance(summary: dict[str, Any], rows: Rows) -> Any:
+    """Line chart of the acceptance at each draft position for K = 2, 4, 8 and adaptive K."""
+    return arm_figures.position_acceptance(
+        {k: v for k, v in summary["arms"].items() if k in K_SWEEP_ARMS}
+    )
+
+
+def accepted_histogram(summary: dict[str, Any], rows: Rows) -> Any:
+    """Bar chart of the share of verifications that accepted 0 to K draft tokens, per arm."""
+    return arm_figures.accepted_histogram(summary["arms"])
+
+
+def time_split(summary: dict[str, Any], rows: Rows) -> Any:
+    """Stacked bars of each arm's seconds in prefill, drafting, verification and the rest."""
+    return arm_figures.time_split(rows)
+
+
+def speedup_vs_context(summary: dict[str, Any], rows: Rows) -> Any:
+    """Line chart of each arm's paired speedup against context length, with 95% intervals."""
+    return context_figures.speedup_vs_context(summary)
+
+
+def acceptance_vs_context(summary: dict[str, Any], rows: Rows) -> Any:
+    """Line chart of each drafting arm's acceptance rate against context length."""
+    return context_figures.acceptance_vs_context(summary)
+
+
+def time_vs_context(summary: dict[str, Any], rows: Rows) -> Any:
+    """Line chart of each arm's total seconds against context length."""
+    return context_figures.time_vs_context(summary)
+
+
+def earlier_style_vs_paired(summary: dict[str, Any], rows: Rows) -> Any:
+    """Speedup against context length, paired and divided the earlier study's way."""
+    return context_figures.earlier_style_vs_paired([summary])
+
+
+def agreement_vs_context(summary: dict[str, Any], rows: Rows) -> Any:
+    """Each draft's teacher-forced agreement and implied acceptance against context, and its
+    change from context 10 to 100, beside the earlier study's acceptance."""
+    return context_figures.agreement_vs_context(summary, published=earlier_recomputed())
+
+
+def ladder_dose_response(summary: dict[str, Any], rows: Rows) -> Any:
+    """Scatter of each draft's agreement level against its change in tokens per call from
+    context 10 to 100, with the threshold and the earlier study's pair."""
+    cont = summary.get("continuation") or {}
+    own = {d for d, k in (summary.get("kinds") or {}).items() if k == SEPARATE}
+    levels = {d: v for d, v in (cont.get("levels") or {}).items() if d in own}
+    return context_figures.ladder_dose_response(
+        cont,
+        own,
+        (rules.published_level(), rules.published_ratio()),
+        rules.MATERIAL_RATIO,
+        decisive=rules.decisive_draft(levels),
+    )
+
+
+def replay_vs_context(summary: dict[str, Any], rows: Rows) -> Any:
+    """Each draft's replayed tokens per call and acceptance against context length."""
+    return context_figures.replay_vs_context(summary.get("continuation") or {})
+
+
+def measured_vs_predicted(summary: dict[str, Any], rows: Rows) -> Any:
+    """Measured speedup against draft length K beside the predicted speedups."""
+    return arm_figures.measured_vs_predicted(summary)
+
+
+def sampling_speedup(summary: dict[str, Any], rows: Rows) -> Any:
+    """Bar charts of each sampler's speedup and acceptance rate at each temperature."""
+    return arm_figures.sampling_speedup(summary)
+
+
+def distribution_check(summary: dict[str, Any], rows: Rows) -> Any:
+    """Bar chart of the distance between each sampler's first tokens and the target's exact
+    distribution, per temperature, with the smallest distance the check detects."""
+    return arm_figures.distribution_check(summary)
+
+
+def peers(summary: dict[str, Any], rows: Rows) -> Any:
+    """Bar chart of tokens per second of our decoders and Hugging Face generate."""
+    return arm_figures.peers(summary)

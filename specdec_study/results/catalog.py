@@ -1,0 +1,167 @@
+"""What the study consists of: the one list of notebooks, each naming the declarations of the
+experiments (result directories, `results/SCHEMA.md`) it runs, in the order `make evaluate` runs
+them. The Makefile, the notebook generator, the study, the readings, the book and the tests read
+it here. Each experiment declares itself (`results.declare.Experiment`) in its own torch-free
+analysis module, imported here plainly; this module knows only which those are and their order.
+
+`python -m specdec_study.results.catalog` prints the notebook names, one per line (the Makefile).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from specdec_study.analysis import (
+    agreement,
+    implementations,
+    k_sweep,
+    peers,
+    speculative_sampling,
+    single,
+    sweep,
+)
+from specdec_study.results.declare import BASELINE, Experiment, Notebook
+
+__all__ = [
+    "BASELINE",
+    "EXPERIMENTS",
+    "NOTEBOOKS",
+    "QUICK",
+    "QUICK_PROFILE",
+    "STUDY",
+    "declared",
+    "experiment",
+    "notebook_of",
+]
+
+STUDY: tuple[Notebook, ...] = (
+    Notebook(
+        "01_baseline",
+        "Autoregressive baseline",
+        "The KV-cached autoregressive baseline: one target call per token. Tokens per second "
+        "and seconds per prompt, medians with bootstrap 95% confidence intervals across prompts. "
+        "Writes `baseline/`.",
+        (single.baseline,),
+    ),
+    Notebook(
+        "02_bigram",
+        "Bigram drafter",
+        "A bigram table fitted on the fit split of WikiText-2 drafts K tokens; the target "
+        "verifies them greedily. Paired with the baseline on the same prompts, interleaved per "
+        "prompt. Writes `bigram/`.",
+        (single.bigram,),
+    ),
+    Notebook(
+        "03_transformer_draft",
+        "Transformer draft",
+        "A transformer drafts: the target's own first layers (`self`, embedded profile) or "
+        "gemma-3-1b-pt for gemma-3-4b-pt (colab-t4). Paired with the baseline; plus greedy "
+        "token identity per dtype (the profile's and float32). Writes `transformer_draft/`.",
+        (single.transformer_draft,),
+    ),
+    Notebook(
+        "04_context_sweep",
+        "Context sweep",
+        "Speedup and acceptance as the visible context grows, on the same documents and "
+        "anchors at every context, each context with its own paired baseline; the earlier "
+        "study's way of computing speedup (one context-20 baseline for every row) beside it; "
+        "the same sweep with the KV cache off on the very same prompts; and the timing-free "
+        "agreement of every draft with the target, at the same positions for every context: "
+        "replayed on the target's own greedy continuation (what a greedy run is scored on), "
+        "with the document's own next tokens teacher-forced as a second view; and the positive "
+        "control: the implementations a hand-written study plausibly used (no KV cache, a cached "
+        "baseline beside a loop that recomputes its target's or its draft's prefix, both "
+        "cached) timed on the same prompts, each read the earlier study's way and paired, with "
+        "tokens per target call beside it. Writes `context_sweep/`, `context_sweep_nocache/`, "
+        "`agreement/` and `implementations/`.",
+        (
+            sweep.context_sweep,
+            sweep.context_sweep_nocache,
+            agreement.agreement,
+            implementations.implementations,
+        ),
+    ),
+    Notebook(
+        "05_k_sweep",
+        "Draft length K",
+        "The transformer draft at each K of the profile (`ks`): measured speedup beside "
+        "Leviathan et al.'s prediction from the measured acceptance and cost ratio, and an "
+        "adaptive-K schedule (longer after a fully accepted draft, shorter after an early "
+        "rejection). Writes `k_sweep/`.",
+        (k_sweep.k_sweep,),
+    ),
+    Notebook(
+        "06_sampling",
+        "Speculative sampling",
+        "Temperatures 0.7 and 1.0 with lossless speculative sampling: acceptance and speedup, "
+        "and an empirical check that the first sampled token follows the target's exact "
+        "distribution (total variation distance and a chi-square test over many seeds, beside "
+        "the same for plain sampling). Writes `sampling/`.",
+        (speculative_sampling.sampling,),
+    ),
+    Notebook(
+        "07_peers",
+        "Hugging Face peers",
+        "Hugging Face `generate`: greedy, prompt lookup (`prompt_lookup_num_tokens`) and "
+        "assisted generation (`assistant_model`) on the same prompts and the same pair, beside "
+        "our baseline, n-gram lookup and transformer draft: speed, and the fraction of outputs "
+        "identical to greedy. Writes `peers/`.",
+        (peers.peers,),
+    ),
+)
+# The quick path (notebook 00_quick, profile colab-t4-quick): the three experiments that decide
+# H1-H4 on the real pair, in one Colab sitting. Not part of STUDY (its experiments are 04's, so
+# `make evaluate` runs them there); the notebook generator renders it beside the study's.
+QUICK = Notebook(
+    "00_quick",
+    "The real pair's paradox test, quick",
+    "The smallest set of runs that decides H1-H4 on Gemma 3 4B with the 1B draft, in one Colab "
+    "T4 sitting (profile `colab-t4-quick`, whose comments justify its counts from the rules' "
+    "power and its minutes from the estimator): the agreement replayed on the target's own "
+    "greedy continuation at contexts 10 and 100 (16 documents per forward), the timed sweep "
+    "(baseline and the 1B draft) at contexts 10, 20 and 100 on the agreement's first documents, "
+    "and the baseline with the KV cache off on the first 6 of them. Writes `agreement/`, "
+    "`context_sweep/` and `context_sweep_nocache/`.",
+    (
+        agreement.agreement,
+        sweep.context_sweep,
+        sweep.context_sweep_nocache,
+    ),
+)
+QUICK_PROFILE = "colab-t4-quick"  # the quick notebook's profile on a Colab GPU (else smoke-pair)
+
+
+def declared(
+    notebooks: Sequence[Notebook] | None = None,
+) -> dict[str, tuple[Notebook, Experiment]]:
+    """Every experiment of `notebooks` (default: `STUDY`) by name, with its notebook, in order."""
+    out: dict[str, tuple[Notebook, Experiment]] = {}
+    for nb in STUDY if notebooks is None else notebooks:
+        for e in nb.experiments:
+            if e.name in out:
+                raise ValueError(f"experiment {e.name} declared twice ({nb.name})")
+            out[e.name] = (nb, e)
+    return out
+
+
+def by_notebook(notebooks: Sequence[Notebook]) -> dict[str, tuple[str, ...]]:
+    """Notebook name -> the names of the experiments it runs, in order."""
+    return {nb.name: tuple(e.name for e in nb.experiments) for nb in notebooks}
+
+
+NOTEBOOKS = by_notebook(STUDY)  # notebook -> the result directories it writes
+EXPERIMENTS = tuple(declared())  # every result directory, in the order of the study
+
+
+def experiment(name: str) -> Experiment:
+    """The declaration of experiment `name`."""
+    return declared()[name][1]
+
+
+def notebook_of(experiment: str) -> str:
+    """The notebook that writes `experiment`."""
+    return declared()[experiment][0].name
+
+
+if __name__ == "__main__":
+    print("\n".join(nb.name for nb in STUDY))

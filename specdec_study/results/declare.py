@@ -1,0 +1,130 @@
+"""What declares an experiment: its name, one line for the reading, the notebook's call, the
+shape of its summary.json and of its config.json (TypedDicts that `results.schema` checks on
+write and on read), its figures (file, caption) and the profile section it runs with where a
+profile names none; and a notebook (name, title, text, the experiments it runs). Also the keys
+every study summary has (`StudySummary`) and every study config has (`StudyConfig`, and the
+paired and single-context configs several experiments share). Stdlib only.
+
+A declaration is data, read by the torch-free half (catalog, readings, schema, the book). What
+runs an experiment and builds its config (`runner.experiments.RUNNERS`) and what draws each
+figure (`reporting.figures.declared.DRAWINGS`) sit in the layers that own them, which import
+the declarations, never the other way round.
+
+Knows nothing about any particular experiment (each declares itself in its analysis module) nor
+about the order of the study (`results.catalog` has the one list).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+BASELINE = "baseline"  # the arm every speedup is paired against (draft "none")
+
+
+class PerPromptRecord(TypedDict):
+    """summary.json's record of per_prompt.csv as published (`results.schema.PER_PROMPT_RECORD`)."""
+
+    rows: int
+    sha256: str
+
+
+class _StudyKeys(TypedDict):
+    experiment: str
+    profile: str
+    roles: dict[str, str]  # role (bigram, transformer, ngram) -> the profile's arm for it
+
+
+class StudySummary(_StudyKeys, total=False):
+    """The keys every study experiment's summary.json has, whatever it measures (the runner
+    writes them); an experiment's declared summary extends it with its own (and its headline)."""
+
+    per_prompt_csv: PerPromptRecord  # absent from results published before it was recorded
+
+
+class _StudyConfigKeys(TypedDict):
+    experiment: str
+    profile: str
+    target: str
+    dtype: str
+    device: str
+    data_source: str
+    seed: int
+    split_seed: int
+    k: int
+    warmup: int
+    arms: dict[str, str]  # arm -> its drafter spec (the baseline's: "none")
+
+
+class StudyConfig(_StudyConfigKeys, total=False):
+    """The keys every study experiment's config.json has, whatever it measures: what
+    `runner.session.base_config` starts each config with, and the arms it runs. An experiment's
+    declared config extends it with its own keys. The config's hash (`config_hash`) names the
+    stored result, so a shape declares the keys the runner writes and never changes them."""
+
+    tiny: dict[str, Any]  # the tiny random models' options, where the profile builds them
+    tiny_draft: dict[str, Any]
+    config_hash: str  # added on publication: in config.json, not in the config hashed
+
+
+class PairedConfig(StudyConfig):
+    """A timed experiment's config: arms paired with the baseline on the same prompts, each
+    generating `max_new_tokens` tokens."""
+
+    n_prompts: int
+    max_new_tokens: int
+
+
+class SingleContextConfig(PairedConfig):
+    """A paired experiment at one visible context (`context_tokens` tokens of each prompt):
+    01 baseline, 02 bigram, 07 peers, and the base of 03, 05 and 06."""
+
+    context_tokens: int
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure of a result directory: `figures/<file>`, shown with `caption`; drawn by the
+    function `reporting.figures.declared.DRAWINGS` gives for the experiment and the file."""
+
+    file: str
+    caption: str
+
+    @property
+    def stem(self) -> str:
+        """The file name without `.png` (what readings key captions by)."""
+        return self.file.removesuffix(".png")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One result directory of the study: `call` (the notebook cell's call, with `study_run` the
+    Study that `study.setup` returned; its run and config functions are
+    `runner.experiments.RUNNERS[name]`), `what` (one line for the reading) and its figures.
+    `defaults`: the profile section (`experiments.<name>`) a profile without that section runs
+    it with; a profile's own section overrides its keys.
+    None: every profile that runs the experiment must name it (a profile without it is refused
+    in one line). `summary`: the shape of its summary.json (a TypedDict extending
+    `StudySummary`), refused on write and on read where it differs
+    (`results.schema.shape_problem`); None: unchecked. `config_shape`: the shape of its
+    config.json (a TypedDict extending `StudyConfig`), refused likewise before it runs and on
+    read (`results.schema.config_problem`); None: unchecked."""
+
+    name: str
+    what: str
+    call: str
+    figures: tuple[Figure, ...] = ()
+    defaults: dict[str, Any] | None = field(default=None, hash=False)
+    summary: Any = None
+    config_shape: Any = None
+
+
+@dataclass(frozen=True)
+class Notebook:
+    """One notebook: `notebooks/<name>.ipynb`, its title and text, and its experiments (their
+    declarations, in the order the notebook runs them)."""
+
+    name: str
+    title: str
+    text: str
+    experiments: tuple[Experiment, ...]

@@ -1,0 +1,148 @@
+"""The study's experiments, as functions the notebooks call: profile -> arms -> result files.
+
+A notebook does `study_run = study.setup(profile, results_dir=..., force=...)` and then one of the
+`run_*` functions, each of which builds its config from the profile alone, returns the stored
+result when one exists for the same config hash (unless forced or FORCE=1), and otherwise loads
+the target (once per process), builds the arms, runs them paired and interleaved per prompt
+(`measure.paired.run_paired`), summarizes (`analysis`), draws the figures its declaration names
+and publishes the directory atomically (`results.store.publish`). The layout and every key are
+documented in `results/SCHEMA.md`.
+
+The notebooks' API (nothing inside specdec_lib imports it): the code lives in
+`specdec_study.runner` (the context, execution, one module per experiment), the torch-free
+summaries and each experiment's declaration in `specdec_study.analysis`, and the one list of
+experiments in `specdec_study.results.catalog`; notebooks, the gpu-check and the tests call
+`study.*`. The `run_*` functions are the runner modules' own, imported here by name (the same
+functions as `runner.experiments.RUNNERS`); a new experiment adds its line.
+`python -m specdec_study.study download` is `make download` (`environment.hub`).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from specdec_study.analysis.agreement import CONTROL, EXIT, SEPARATE, SHARED, agreement_summary
+from specdec_study.analysis.summary import ci_dict
+from specdec_study.analysis.sweep import sweep_summary
+from specdec_study.environment import colab
+from specdec_study.environment.hub import download, main
+from specdec_study.environment.profiles import load_profile, resolve_profile
+from specdec_study.reporting.figures import declared
+from specdec_study.reporting.readings import display_reading
+from specdec_study.results import bundle
+from specdec_study.results.catalog import NOTEBOOKS
+from specdec_study.runner.agreement import run_agreement
+from specdec_study.runner.context_sweep import (
+    run_context_sweep,
+    run_context_sweep_nocache,
+    sweep_config,
+)
+from specdec_study.runner.distribution import (
+    distribution_checks,
+    exact_next_probs,
+    first_token_samples,
+)
+from specdec_study.runner.estimate import print_estimate
+from specdec_study.runner.execute import rel
+from specdec_study.runner.implementations import run_implementations
+from specdec_study.runner.k_sweep import run_k_sweep
+from specdec_study.runner.peers import run_peers
+from specdec_study.runner.prompts import prompts_for
+from specdec_study.runner.session import (
+    MODELS,
+    ROOT,
+    Study,
+    arm_name,
+    get_drafter,
+    load_target,
+)
+from specdec_study.runner.session import (
+    setup as setup_context,
+)
+from specdec_study.runner.single import run_baseline, run_bigram, run_transformer_draft
+from specdec_study.runner.speculative_sampling import run_sampling
+from specdec_study.runner.teacher_forced import draft_kind, teacher_forced_guesses
+from specdec_study.runner.tiny import tiny_random_model, tiny_tokenizer
+
+EXPERIMENTS = NOTEBOOKS  # notebook -> the result directories it writes (results.catalog)
+
+__all__ = [
+    "CONTROL",
+    "EXIT",
+    "EXPERIMENTS",
+    "MODELS",
+    "ROOT",
+    "SEPARATE",
+    "SHARED",
+    "Study",
+    "agreement_summary",
+    "arm_name",
+    "ci_dict",
+    "display_result",
+    "distribution_checks",
+    "download",
+    "draft_kind",
+    "exact_next_probs",
+    "first_token_samples",
+    "get_drafter",
+    "load_profile",
+    "load_target",
+    "print_estimate",
+    "prompts_for",
+    "rel",
+    "resolve_profile",
+    "run_agreement",
+    "run_baseline",
+    "run_bigram",
+    "run_context_sweep",
+    "run_context_sweep_nocache",
+    "run_implementations",
+    "run_k_sweep",
+    "run_peers",
+    "run_sampling",
+    "run_transformer_draft",
+    "setup",
+    "sweep_config",
+    "sweep_summary",
+    "teacher_forced_guesses",
+    "tiny_random_model",
+    "tiny_tokenizer",
+    "write_bundle",
+]
+
+
+def setup(
+    profile: str = "auto", *, quick: bool = False, results_dir: str = "results", **kwargs: Any
+) -> Study:
+    """The notebook's study context: `runner.session.setup(profile, **kwargs)` (force,
+    overrides, dtype), whose experiments draw their declared figures into their result
+    directories (`reporting.figures.declared.draw`). `results_dir="auto"` is a Drive folder in
+    Colab, else "results" (`colab.results_home`); `quick`: the quick notebook, whose "auto"
+    profile is `colab.quick_profile()` (in Colab, "auto" without a GPU stops in one line)."""
+    profile = colab.resolve(profile, quick=quick)
+    home = colab.results_home(results_dir)
+    return setup_context(profile, draw=declared.draw, results_dir=home, **kwargs)
+
+
+def write_bundle(study_run: Study) -> Path:
+    """Zip the profile's finished results beside them (`<results_dir>/<profile>-bundle.zip`) for
+    `python -m specdec_lib import-bundle` (`results.bundle`); says where in one line. In Colab,
+    a bundle that is not on Drive is offered for download (`colab.offer_download`)."""
+    out = bundle.write_bundle(
+        study_run.store.dir(""), study_run.results_dir / f"{study_run.name}-bundle.zip"
+    )
+    print(f"results bundle: {out} (download it; then python -m specdec_lib import-bundle FILE)")
+    colab.offer_download(out)
+    return out
+
+
+def display_result(study_run: Study, experiment: str) -> None:
+    """Show an experiment's reading, table and captioned figures from its stored result files
+    (what the book renders; `reporting.readings`)."""
+    display_reading(study_run.store.dir(experiment))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

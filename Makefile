@@ -157,5 +157,5 @@ colab-pip-check: setup
 	rm -rf $(COLAB_SEEDED) && $(PY) tests/colab_seeded.py $(COLAB_SEEDED)
 
 gpu-check: setup
-	WANDB_MODE=disabled timeout 300 $(PY) -m specdec_study.environment.gpu_check \
+	WANDB_MODE=disabled timeout 300 $(PY) -m specdec_study.runner.gpu_check \
 	  --out $(RESULTS_DIR)/gpu-check/report.json

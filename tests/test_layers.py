@@ -164,6 +164,14 @@ def test_facades_only_at_the_edges():
         ("specdec_study.analysis", ("specdec_study.reporting", "specdec_study.runner")),
         ("specdec_study.runner", ("specdec_study.reporting", "specdec_study.environment.colab")),
         ("specdec_study.bench", ("specdec_study.runner",)),
+        (  # where the study runs: leaves that the layers above import, never the reverse
+            "specdec_study.environment",
+            tuple(
+                f"specdec_study.{p}"
+                for p in ("analysis", "bench", "cli", "pages", "reporting", "results", "runner")
+            )
+            + ("specdec_study.study",),
+        ),
     ],
 )
 def test_arrows_run_one_way(layer, must_not_import):

@@ -201,7 +201,7 @@ def test_self_draft_finds_the_decoder_of_a_conditional_generation_model(tiny_pai
 def test_gpu_check_skips_with_one_line_without_cuda(tmp_path, monkeypatch, capsys):
     import json
 
-    from specdec_study.environment import gpu_check
+    from specdec_study.runner import gpu_check
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     out = tmp_path / "report.json"

@@ -1,4 +1,4 @@
-"""The reproducibility chapter's provenance (`environment.provenance`) against this checkout's
+"""The reproducibility chapter's provenance (`reporting.provenance`) against this checkout's
 own git history: how far each result's commit lies from the build, and whether the rules a
 result records were those of its own commit."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from specdec_lib import ROOT
 from specdec_study.analysis.rules import SECOND_ROUND_SHA256, rules_sha256
-from specdec_study.environment import provenance
+from specdec_study.reporting import provenance
 
 
 def git(*args: str) -> str:

@@ -111,8 +111,8 @@ def test_the_quick_cache_off_prompts_decide_h1_and_h2_at_the_stated_t4_costs(key
 def test_the_quick_profile_states_the_minutes_its_estimator_gives():
     """The profile's comment says the estimate `python -m specdec_study.runner.t4` prints: its
     stated step time and its total minutes, which lie within the 20-minute budget."""
-    from specdec_study.environment.real_shapes import TARGET
     from specdec_study.runner.estimate import _span
+    from specdec_study.runner.real_shapes import TARGET
 
     header = " ".join(
         line.lstrip("# ").strip()

@@ -1,4 +1,4 @@
-"""The GPU check's real-shapes part (`environment.real_shapes`): the real pair's counts from the
+"""The GPU check's real-shapes part (`runner.real_shapes`): the real pair's counts from the
 configs, checked against published counts, and the same build-and-time code run on a CPU with
 both configs scaled down (the check at scale 1 needs a GPU)."""
 
@@ -10,8 +10,8 @@ from dataclasses import replace
 import pytest
 import torch
 
-from specdec_study.environment import real_shapes
-from specdec_study.environment.real_shapes import DRAFT, SHAPES, TARGET
+from specdec_study.runner import real_shapes
+from specdec_study.runner.real_shapes import DRAFT, SHAPES, TARGET
 
 SCALE = 32
 CONTEXT = 40  # beyond both scaled sliding windows (32 and 16): the local layers' masks are used

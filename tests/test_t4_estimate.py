@@ -9,9 +9,9 @@ import re
 import pytest
 
 from specdec_study.environment.profiles import load_profile
-from specdec_study.environment.real_shapes import DRAFT, SHAPES, TARGET
 from specdec_study.runner import t4
 from specdec_study.runner.estimate import minutes, unpriced
+from specdec_study.runner.real_shapes import DRAFT, SHAPES, TARGET
 
 
 def test_a_stated_step_reads_the_weights_in_bfloat16_at_the_stated_share():

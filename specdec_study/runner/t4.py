@@ -2,7 +2,7 @@
 time estimate from them, printed offline: `python -m specdec_study.runner.t4 [profile]`.
 
 No T4 timing of the 4B exists in this repository, so a call's seconds are derived from the
-models' shapes (`environment.real_shapes`: the parameter formula of each config) and the T4's
+models' shapes (`runner.real_shapes`: the parameter formula of each config) and the T4's
 datasheet, under three stated assumptions, as a roofline:
 
     seconds(tokens x rows) = max(weights in bfloat16 / (320 GB/s x BANDWIDTH_SHARE),
@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import sys
 
-from specdec_study.environment.real_shapes import DRAFT, SECOND_DRAFT, SHAPES, TARGET
 from specdec_study.runner.estimate import Calls, Costs, estimate_table, minutes, work
+from specdec_study.runner.real_shapes import DRAFT, SECOND_DRAFT, SHAPES, TARGET
 
 T4_BANDWIDTH = 320e9  # bytes/s, NVIDIA T4 datasheet (GDDR6)
 T4_FP32 = 8.1e12  # FLOP/s, NVIDIA T4 datasheet, single precision

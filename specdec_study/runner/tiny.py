@@ -78,7 +78,7 @@ def text_config(
     """A few Gemma 3 layers over n_ids ids, their attention kinds cycling through `kinds`
     (sliding and full alternating): the one tiny Gemma config, of the smoke profiles' models and
     of the tests' (`tests/conftest.tiny_gemma`, the saved model of `tests/test_models.py`), and
-    the one Gemma text config the real shapes build too (`environment.real_shapes.Shape.config`:
+    the one Gemma text config the real shapes build too (`runner.real_shapes.Shape.config`:
     their MLP width, key/value heads, head size, tied embeddings and `extra` settings such as
     rope_parameters; unset, the tiny model's: 2 x hidden, 1, hidden / heads, untied)."""
     head_dim = head_dim or hidden // heads

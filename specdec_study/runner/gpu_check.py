@@ -17,7 +17,7 @@ What it checks (each a pass/fail line and an entry of the report):
 Without a CUDA device it prints one line saying it skipped, writes a report saying so (with the
 real pair's parameter counts and weight bytes, computed from the configs), and exits 0.
 
-    python -m specdec_study.environment.gpu_check [--out results/gpu-check/report.json]
+    python -m specdec_study.runner.gpu_check [--out results/gpu-check/report.json]
         [--device cuda]
 
 Knows nothing about the book. Never reads a secret.
@@ -39,7 +39,7 @@ from specdec_lib import ROOT
 from specdec_lib.config import SamplingConfig, SpecConfig
 from specdec_lib.core.decode import device_sync
 from specdec_lib.errors import SpecdecError
-from specdec_study.environment import real_shapes
+from specdec_study.runner import real_shapes
 from specdec_study.runner.agreement import run_agreement
 from specdec_study.runner.context_sweep import run_context_sweep
 from specdec_study.runner.implementations import run_implementations
@@ -175,7 +175,7 @@ def _costs_line(r: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """The `gpu-check` CLI: run the checks, write the JSON report; 0: passed or skipped."""
     ap = argparse.ArgumentParser(
-        prog="python -m specdec_study.environment.gpu_check", description=__doc__
+        prog="python -m specdec_study.runner.gpu_check", description=__doc__
     )
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--device", default="cuda", help="cuda (the check); cpu only to try it out")

@@ -169,7 +169,7 @@ def _bench_args(b: argparse.ArgumentParser) -> None:
         default=None,
         help="the run's result folder (summary.json, config.json, env.json, bench.log); default "
         "$SPECDEC_RESULTS/embedded/bench (bench-loopfree for --groups loopfree; under smoke/ "
-        "for --quick)",
+        "for --quick); required for a --target other than embedded",
     )
 
 
@@ -377,7 +377,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from specdec_study.results.read import DEFAULT_PROFILE, results_root
 
     profile = "smoke" if args.quick else DEFAULT_PROFILE  # a smoke run never replaces a run
-    out = args.out or results_root() / profile / run_name(parse_groups(args.groups))
+    default = results_root() / profile / run_name(parse_groups(args.groups))
+    if args.out is None and not args.quick and args.target != "embedded":
+        raise SpecdecError(
+            f"--target {args.target} needs --out: the default folder ({default}) holds the "
+            "embedded model's bench"
+        )
+    out = args.out or default
     if out.exists() and not out.is_dir():
         raise SpecdecError(f"--out {out} is a file, not a result folder")
     run_bench(

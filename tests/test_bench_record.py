@@ -84,3 +84,13 @@ def test_the_command_refuses_a_file_as_its_folder_before_loading_anything(tmp_pa
     assert main(["bench", "--target", "embedded", "--out", str(taken)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is a file, not a result folder" in err
+
+
+def test_another_target_without_a_folder_is_refused_before_loading_anything(tmp_path, capsys):
+    """The default folder is the embedded model's bench: another target's run must not replace
+    it, so without --out the command stops in one line, naming the folder."""
+    from specdec_study.cli import main
+
+    assert main(["bench", "--target", str(tmp_path / "some-model")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "needs --out" in err and "embedded" in err

@@ -53,7 +53,7 @@ from specdec_study.runner.prompts import prompts_for
 from specdec_study.runner.session import (
     MODELS,
     ROOT,
-    Study,
+    Session,
     arm_name,
     get_drafter,
     load_target,
@@ -76,7 +76,7 @@ __all__ = [
     "ROOT",
     "SEPARATE",
     "SHARED",
-    "Study",
+    "Session",
     "agreement_summary",
     "arm_name",
     "ci_dict",
@@ -115,7 +115,7 @@ __all__ = [
 
 def setup(
     profile: str = "auto", *, quick: bool = False, results_dir: str = "results", **kwargs: Any
-) -> Study:
+) -> Session:
     """The notebook's study context: `runner.session.setup(profile, **kwargs)` (force,
     overrides, dtype), whose experiments draw their declared figures into their result
     directories (`reporting.figures.declared.draw`). `results_dir="auto"` is a Drive folder in
@@ -126,7 +126,7 @@ def setup(
     return setup_context(profile, draw=declared.draw, results_dir=home, **kwargs)
 
 
-def write_bundle(study_run: Study) -> Path:
+def write_bundle(study_run: Session) -> Path:
     """Zip the profile's finished results beside them (`<results_dir>/<profile>-bundle.zip`) for
     `python -m specdec_lib import-bundle` (`results.bundle`); says where in one line. In Colab,
     a bundle that is not on Drive is offered for download (`colab.offer_download`)."""
@@ -138,7 +138,7 @@ def write_bundle(study_run: Study) -> Path:
     return out
 
 
-def display_result(study_run: Study, experiment: str) -> None:
+def display_result(study_run: Session, experiment: str) -> None:
     """Show an experiment's reading, table and captioned figures from its stored result files
     (what the book renders; `reporting.readings`)."""
     display_reading(study_run.store.dir(experiment))

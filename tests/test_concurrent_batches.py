@@ -93,7 +93,7 @@ def test_two_profiles_evaluated_at_once_into_one_results_dir_each_end_whole_and_
     from specdec_lib.config import config_hash
     from specdec_study.environment.profiles import load_profile
     from specdec_study.runner import single
-    from specdec_study.runner.session import Study
+    from specdec_study.runner.session import Session
 
     results = tmp_path / "results"
     env = {k: v for k, v in os.environ.items() if k != "FORCE"}
@@ -126,7 +126,7 @@ def test_two_profiles_evaluated_at_once_into_one_results_dir_each_end_whole_and_
     assert sorted(p.name for p in results.iterdir()) == sorted(profiles)
     makers = {"baseline": single.baseline_config, "bigram": single.bigram_config}
     for name in profiles:
-        S = Study(load_profile(name), results)
+        S = Session(load_profile(name), results)
         folder = results / name
         assert sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) == sorted(
             makers

@@ -71,7 +71,7 @@ def hashes(profile: dict[str, Any]) -> dict[str, str]:
     """Each experiment's config hash, or `refused: ...` where its config refuses the profile (a
     changed value refused cannot reuse a result either: e.g. a draft renamed that another key
     still names)."""
-    S = study.Study(profile, study.ROOT / "results")
+    S = study.Session(profile, study.ROOT / "results")
     out = {}
     for e in EXPERIMENTS:
         try:

@@ -39,7 +39,7 @@ def counting(monkeypatch, kill_at: int | None = None) -> list[tuple[tuple[int, .
     return calls
 
 
-def smoke(tmp_path, monkeypatch, warmup_tokens: int | None = None) -> study.Study:
+def smoke(tmp_path, monkeypatch, warmup_tokens: int | None = None) -> study.Session:
     monkeypatch.delenv("FORCE", raising=False)
     monkeypatch.setenv("WANDB_MODE", "disabled")
     S = study.setup("smoke", results_dir=str(tmp_path))

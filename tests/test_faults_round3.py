@@ -128,9 +128,9 @@ def all_configs(prof: dict) -> dict[str, str]:
         single,
         speculative_sampling,
     )
-    from specdec_study.runner.session import Study
+    from specdec_study.runner.session import Session
 
-    S = Study(prof, Path("/nonexistent"))
+    S = Session(prof, Path("/nonexistent"))
     makers = {
         "baseline": single.baseline_config,
         "bigram": single.bigram_config,

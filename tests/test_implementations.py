@@ -38,9 +38,9 @@ EMBEDDED = ROOT / "results" / "embedded"
 ARMS = ["baseline", "baseline_nocache", "nocache", "mixed_target", "mixed_draft", "cached"]
 
 
-def smoke(tmp_path: Path, **profile: Any) -> study.Study:
+def smoke(tmp_path: Path, **profile: Any) -> study.Session:
     prof = {**study.load_profile("smoke"), **profile}
-    return study.Study(prof, tmp_path)
+    return study.Session(prof, tmp_path)
 
 
 # --------------------------------------------------------------------------- config
@@ -80,7 +80,7 @@ def test_a_profile_may_run_fewer_variants_and_the_uncached_baseline_only_when_ne
 
     prof = study.load_profile("smoke")
     prof["experiments"]["implementations"]["variants"] = ["cached", "mixed_target"]
-    cfg = implementations_config(study.Study(prof, tmp_path))
+    cfg = implementations_config(study.Session(prof, tmp_path))
     assert list(cfg["variants"]) == ["mixed_target", "cached"]  # the study's order
     assert list(cfg["arms"]) == ["baseline", "mixed_target", "cached"]
 
@@ -91,7 +91,7 @@ def test_an_unknown_variant_is_refused_in_one_line(tmp_path):
     prof = study.load_profile("smoke")
     prof["experiments"]["implementations"]["variants"] = ["cached", "halfcached"]
     with pytest.raises(SpecdecError) as err:
-        implementations_config(study.Study(prof, tmp_path))
+        implementations_config(study.Session(prof, tmp_path))
     assert "halfcached" in str(err.value) and "\n" not in str(err.value)
 
 
@@ -384,7 +384,7 @@ def test_the_other_experiments_committed_results_keep_their_config_hash(name):
     config: the embedded profile builds the config whose hash names its committed result, so
     the batch reuses it rather than re-measuring it."""
     committed = json.loads((EMBEDDED / name / "config.json").read_text())
-    s = study.Study(study.load_profile("embedded"), ROOT / "results")
+    s = study.Session(study.load_profile("embedded"), ROOT / "results")
     built = RUNNERS[name].config(s)
     assert config_hash(built) == committed["config_hash"], name
 

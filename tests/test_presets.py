@@ -263,7 +263,7 @@ def test_the_study_resolves_a_preset_through_the_static_table_whatever_the_cache
     for dtype in ("float32", "auto"):
         P.write_cache(P.cache_key(P.machine_key("cpu"), dtype, "embedded"), P.read_cache()[mine])
     assert (parse("best").name, parse("best").k) == ("ngram", 7)
-    cfg = agreement_config(study.Study(study.load_profile("embedded"), study.ROOT / "results"))
+    cfg = agreement_config(study.Session(study.load_profile("embedded"), study.ROOT / "results"))
     assert (cfg["continuation_by"], cfg["continuation_k"]) == ("best", PRESETS["best"].k)
 
 

@@ -154,7 +154,7 @@ def test_experiment_recipe_toy_reaches_catalog_readings_and_notebooks(monkeypatc
     from specdec_study import study
     from specdec_study.reporting import readings
     from specdec_study.results.schema import config_problem
-    from specdec_study.runner.session import Study
+    from specdec_study.runner.session import Session
 
     notebooks = (*catalog.STUDY, TOY_NOTEBOOK)
     monkeypatch.setattr(catalog, "STUDY", notebooks)  # its entry in the one list
@@ -169,12 +169,12 @@ def test_experiment_recipe_toy_reaches_catalog_readings_and_notebooks(monkeypatc
     config = RUNNERS["toy"].config
     smoke = load_profile("smoke")
     assert "toy" not in smoke["experiments"]
-    assert config(Study(smoke, ROOT / "results")) == {"experiment": "toy", "n_prompts": 1}
+    assert config(Session(smoke, ROOT / "results")) == {"experiment": "toy", "n_prompts": 1}
     smoke["experiments"]["toy"] = {"n_prompts": 3}
-    assert config(Study(smoke, ROOT / "results")) == {"experiment": "toy", "n_prompts": 3}
+    assert config(Session(smoke, ROOT / "results")) == {"experiment": "toy", "n_prompts": 3}
     validate({**smoke, "experiments": {"toy": TOY.defaults}}, "the toy's defaults")
     # its config is of its declared shape, which the runner and the reader hold it to
-    assert config_problem("toy", config(Study(smoke, ROOT / "results")), strict=True) is None
+    assert config_problem("toy", config(Session(smoke, ROOT / "results")), strict=True) is None
     assert config_problem("toy", {"experiment": "toy"}) == "config.json has no 'n_prompts'"
     assert readings.what("toy") == TOY.what
     config = {"profile": "p", "target": "t", "n_prompts": 1, "max_new_tokens": 2}

@@ -165,7 +165,7 @@ PROFILES = sorted(p.stem for p in (ROOT / "profiles").glob("*.yaml"))
 def test_the_configs_the_runner_builds_are_of_their_declared_shapes_and_declare_every_key(profile):
     """Every profile's config of every experiment it runs, as config.json will read it (clean),
     with the hash publish adds."""
-    s = study.Study(study.load_profile(profile), ROOT / "results")
+    s = study.Session(study.load_profile(profile), ROOT / "results")
     runs = [name for name in catalog.EXPERIMENTS if s.section(name) is not None]
     assert runs
     for name in runs:
@@ -235,7 +235,7 @@ def test_a_config_of_another_shape_is_refused_before_anything_runs(tmp_path, nam
 
     config = whole_config(name, "embedded")
     edit(config)
-    s = study.Study(study.load_profile("smoke"), tmp_path)
+    s = study.Session(study.load_profile("smoke"), tmp_path)
 
     def compute(progress):
         raise AssertionError("computed with a config of another shape")

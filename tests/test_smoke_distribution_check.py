@@ -43,7 +43,7 @@ from specdec_lib.core.verify import Verdict
 from specdec_study import study
 from specdec_study.runner import speculative_sampling as sampling
 from specdec_study.runner.prompts import prompts_for
-from specdec_study.runner.session import Study, build_arms, load_target
+from specdec_study.runner.session import Session, build_arms, load_target
 
 THRESHOLD = 1e-3  # tests/test_notebooks.py: a lossless sampler is not rejected at 0.1%
 SMOKE_COUNTS = (2, 200, 1)  # (prompts, samples a prompt, K): profiles/smoke.yaml
@@ -58,7 +58,7 @@ def accept_every_draft(draft, q, p, generator):
 def smoke_check(tmp_path_factory):
     """The smoke profile's sampling check as its run computes it: (config, run), run(verifier,
     temperature) -> {method: its check, n_samples_per_prompt, n_prompts}."""
-    S = Study(study.load_profile("smoke"), tmp_path_factory.mktemp("results"))
+    S = Session(study.load_profile("smoke"), tmp_path_factory.mktemp("results"))
     threads = torch.get_num_threads()
     torch.set_num_threads(S.profile["threads"])  # as the smoke batch runs (one thread)
     cfg = sampling.sampling_config(S)

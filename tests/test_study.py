@@ -243,7 +243,7 @@ def test_arm_names_and_profiles():
             "context_sweep_nocache", "agreement", "k_sweep", "sampling", "peers",
             "implementations",
         }  # fmt: skip
-        S = study.Study(prof, study.ROOT / "results")
+        S = study.Session(prof, study.ROOT / "results")
         on, off = (study.sweep_config(S, e) for e in ("context_sweep", "context_sweep_nocache"))
         assert 20 in on["contexts"] and 10 in on["contexts"] and 100 in on["contexts"]
         for key in ("contexts", "max_new_tokens", "anchor_min", "anchor_room"):
@@ -266,7 +266,7 @@ def test_embedded_configs_match_committed_results():
     from specdec_study.results.catalog import EXPERIMENTS
     from specdec_study.runner.experiments import RUNNERS
 
-    S = study.Study(study.load_profile("embedded"), study.ROOT / "results")
+    S = study.Session(study.load_profile("embedded"), study.ROOT / "results")
     for experiment in EXPERIMENTS:
         saved = json.loads((S.store.dir(experiment) / "config.json").read_text())
         cfg = RUNNERS[experiment].config(S)
@@ -322,7 +322,7 @@ def test_drafters_are_kept_per_target_model(single_thread):
     """A drafter is built once per target model object, spec and cache setting; the cache-off
     drafter shares the cache-on one's weights; another target object (even one built the same
     way) never gets the first one's drafters."""
-    S = study.Study(study.load_profile("smoke"), study.ROOT / "results")
+    S = study.Session(study.load_profile("smoke"), study.ROOT / "results")
     loaded = study.load_target(S)
     on = study.get_drafter(S, loaded, "self:2")
     assert study.get_drafter(S, loaded, "self:2") is on and on.lm.use_cache

@@ -99,7 +99,7 @@ class Figure:
 @dataclass(frozen=True)
 class Experiment:
     """One result directory of the study: `call` (the notebook cell's call, with `study_run` the
-    Study that `study.setup` returned; its run and config functions are
+    Session that `study.setup` returned; its run and config functions are
     `runner.experiments.RUNNERS[name]`), `what` (one line for the reading) and its figures.
     `defaults`: the profile section (`experiments.<name>`) a profile without that section runs
     it with; a profile's own section overrides its keys.

@@ -3,7 +3,7 @@ drafters), arms over prompts paired and interleaved into rows (`specdec_lib.meas
 module per experiment that builds its config, arms and rows (`single`, `context_sweep`,
 `agreement`, `implementations`, `k_sweep`, `speculative_sampling`, `peers`; each declared in its
 `analysis` module, listed in `results.catalog`), and one path that reuses, computes, tracks and
-publishes a result (`execute`; its figures are drawn by the `draw` the caller gives `Study`).
+publishes a result (`execute`; its figures are drawn by the `draw` the caller gives `Session`).
 Beside them, what runs experiments for a check rather than a result: the GPU check
 (`gpu_check`) and the real pair's shapes with random weights (`real_shapes`). Knows nothing
 about how rows are summarized (`analysis`) or presented (`reporting`, the book)."""

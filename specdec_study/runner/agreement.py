@@ -49,7 +49,7 @@ from specdec_study.results.store import ExperimentResult
 from specdec_study.runner.execute import Progress, Run, execute
 from specdec_study.runner.prompts import eval_articles, prompts_for
 from specdec_study.runner.session import (
-    Study,
+    Session,
     arm_name,
     base_config,
     get_drafter,
@@ -64,7 +64,7 @@ READOUT = (
 )
 
 
-def agreement_drafts(study: Study, e: dict[str, Any]) -> dict[str, str]:
+def agreement_drafts(study: Session, e: dict[str, Any]) -> dict[str, str]:
     """Arm name -> spec of the agreement's drafts: the section's own `drafts`, else the
     profile's bigram and transformer drafts."""
     if e.get("drafts"):
@@ -73,7 +73,7 @@ def agreement_drafts(study: Study, e: dict[str, Any]) -> dict[str, str]:
     return {arm_name(d["bigram"]): d["bigram"], arm_name(d["transformer"]): d["transformer"]}
 
 
-def agreement_config(study: Study) -> dict[str, Any]:
+def agreement_config(study: Session) -> dict[str, Any]:
     """04's config: contexts, documents per data kind, test range and the drafts compared."""
     e = study.exp("agreement")
     specs = agreement_drafts(study, e)
@@ -116,7 +116,7 @@ def agreement_config(study: Study) -> dict[str, Any]:
     return cfg
 
 
-def run_agreement(study: Study) -> ExperimentResult:
+def run_agreement(study: Session) -> ExperimentResult:
     """04 (timing-free): agreement of every draft with the target at fixed anchors of each eval
     document, only the visible prefix before the anchor changing with the context. The main
     view replays the target's own greedy continuation (`continuation_tokens` tokens, written by
@@ -127,7 +127,7 @@ def run_agreement(study: Study) -> ExperimentResult:
     return execute(study, "agreement", cfg, lambda on_row: _agreement(study, cfg, on_row))
 
 
-def _agreement(study: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
+def _agreement(study: Session, cfg: dict[str, Any], on_row: Progress) -> Run:
     loaded = load_target(study)
     T, ctxs = cfg["continuation_tokens"], cfg["contexts"]
     drafters = {m: get_drafter(study, loaded, s) for m, s in cfg["arms"].items()}
@@ -217,7 +217,7 @@ def _chunks(todo: list[Item], cfg: dict[str, Any]) -> list[list[Item]]:
 
 
 def _continuer(
-    study: Study, loaded: LoadedModel, cfg: dict[str, Any]
+    study: Session, loaded: LoadedModel, cfg: dict[str, Any]
 ) -> Callable[[list[list[int]]], list[list[int]]]:
     """prompts -> the target's greedy continuation of each (`continuation_tokens`, through an
     EOS): the lossless `continuation_by` run one prompt at a time, or with
@@ -297,7 +297,7 @@ def _rows_at(
     return rows
 
 
-def draft_extras(study: Study, drafters: dict[str, Any]) -> dict[str, Any]:
+def draft_extras(study: Session, drafters: dict[str, Any]) -> dict[str, Any]:
     """What a draft records about how it was made (the distilled draft's training record),
     copied into the results beside the agreement; empty when no draft has one."""
     out: dict[str, Any] = {}

@@ -24,7 +24,7 @@ from specdec_study.results.store import ExperimentResult
 from specdec_study.runner.execute import Progress, Run, execute, paired
 from specdec_study.runner.prompts import prompts_for
 from specdec_study.runner.session import (
-    Study,
+    Session,
     arm_name,
     base_config,
     build_arms,
@@ -34,7 +34,7 @@ from specdec_study.runner.session import (
 from specdec_study.runner.teacher_forced import draft_kind
 
 
-def sweep_config(study: Study, experiment: str) -> dict[str, Any]:
+def sweep_config(study: Session, experiment: str) -> dict[str, Any]:
     """The timed sweep's config. The cache-off ablation (`context_sweep_nocache`) takes its
     contexts, prompt counts, token counts, anchors and drafts from `context_sweep`, so that it
     runs on exactly the same prompts; only the cache differs. Its own section may list `drafts`,
@@ -93,7 +93,7 @@ def sweep_config(study: Study, experiment: str) -> dict[str, Any]:
     }
 
 
-def run_context_sweep(study: Study, *, use_cache: bool = True) -> ExperimentResult:
+def run_context_sweep(study: Session, *, use_cache: bool = True) -> ExperimentResult:
     """04: time, speedup and acceptance per context, each context with its own paired baseline,
     on the same documents and anchors (a context with fewer prompts takes the first ones); plus
     the earlier study's speedup (one reference-context baseline over every row)."""
@@ -102,17 +102,17 @@ def run_context_sweep(study: Study, *, use_cache: bool = True) -> ExperimentResu
     return execute(study, experiment, cfg, lambda on_row: _sweep(study, cfg, on_row))
 
 
-def context_sweep_config(study: Study) -> dict[str, Any]:
+def context_sweep_config(study: Session) -> dict[str, Any]:
     """04's timed sweep's config (KV cache on)."""
     return sweep_config(study, "context_sweep")
 
 
-def context_sweep_nocache_config(study: Study) -> dict[str, Any]:
+def context_sweep_nocache_config(study: Session) -> dict[str, Any]:
     """04's cache-off ablation's config."""
     return sweep_config(study, "context_sweep_nocache")
 
 
-def run_context_sweep_nocache(study: Study) -> ExperimentResult:
+def run_context_sweep_nocache(study: Session) -> ExperimentResult:
     """04: the context sweep with the KV cache off, on the very same prompts."""
     return run_context_sweep(study, use_cache=False)
 
@@ -138,7 +138,7 @@ def sweep_blocks(cfg: dict[str, Any]) -> list[tuple[int, int, int]]:
 
 
 def sweep_rows(
-    study: Study, loaded: Any, cfg: dict[str, Any], arms: list[Any], on_row: Progress
+    study: Session, loaded: Any, cfg: dict[str, Any], arms: list[Any], on_row: Progress
 ) -> list[dict[str, Any]]:
     """The rows of every block of `sweep_blocks`, each block's arms paired after its warm-up
     (none with `warmup_tokens: 0`) and checkpointed under its context's segment and its prompt
@@ -175,7 +175,7 @@ def sweep_rows(
     return [r for c in cfg["contexts"] for i in range(len(prompts[c])) for r in block_rows[(c, i)]]
 
 
-def _sweep(study: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
+def _sweep(study: Session, cfg: dict[str, Any], on_row: Progress) -> Run:
     """The sweep's rows (`sweep_rows`: a resumed run skips the finished blocks), its summary, its
     primary draft and each draft's kind."""
     loaded = load_target(study)

@@ -45,7 +45,7 @@ from specdec_study.results.store import (
     publish,
 )
 from specdec_study.runner.prompts import READ
-from specdec_study.runner.session import ROOT, Study, load_target, roles, thread_choice
+from specdec_study.runner.session import ROOT, Session, load_target, roles, thread_choice
 
 WANDB_PROJECT = "specdec"
 
@@ -71,7 +71,7 @@ class Run:
     extra: dict[str, Any] | None = None
 
 
-def cached(study: Study, experiment: str, config: dict[str, Any]) -> ExperimentResult | None:
+def cached(study: Session, experiment: str, config: dict[str, Any]) -> ExperimentResult | None:
     """The stored result for this config when it is whole and its inputs (`results.inputs`:
     the model and data files) are those it recorded; a damaged one, or one whose inputs
     changed, is said and redone. One measured before inputs were fingerprinted is reused, and
@@ -142,7 +142,7 @@ def machine_key(loaded: LoadedModel, inputs: dict[str, Any]) -> str:
     return config_hash({"machine": here or "unknown", "dtype": dtype, "inputs": inputs})[:8]
 
 
-def reuse_note(study: Study, env: dict[str, Any]) -> str | None:
+def reuse_note(study: Session, env: dict[str, Any]) -> str | None:
     """When a reused result was measured on another CPU or in another dtype than this machine
     would use for the same config (dtype auto), say so and how long re-measuring took there."""
     try:
@@ -170,7 +170,7 @@ def reuse_note(study: Study, env: dict[str, Any]) -> str | None:
     )
 
 
-def tracker_for(study: Study, experiment: str, config: dict[str, Any]) -> Tracker:
+def tracker_for(study: Session, experiment: str, config: dict[str, Any]) -> Tracker:
     """The W&B run of one experiment, in the batch's group. Its files go to $WANDB_DIR, else
     beside the results (`<results_dir>/<profile>/wandb/`, ignored by git), so that offline runs
     survive wherever the results do (a mounted Drive folder in Colab)."""
@@ -189,7 +189,7 @@ def tracker_for(study: Study, experiment: str, config: dict[str, Any]) -> Tracke
 
 
 def run_environment(
-    study: Study, config: dict[str, Any], wall: float, checkpoint: Checkpoint
+    study: Session, config: dict[str, Any], wall: float, checkpoint: Checkpoint
 ) -> dict[str, Any]:
     """env.json: the machine and packages, the target's actual device and dtype, the thread
     choice, this process's wall time, how many prompts an interrupted run had measured, the
@@ -210,7 +210,7 @@ def run_environment(
 
 
 def execute(
-    study: Study,
+    study: Session,
     experiment: str,
     config: dict[str, Any],
     compute: Callable[[Progress], Run],
@@ -250,7 +250,7 @@ def execute(
 
 
 def figure_painter(
-    study: Study, experiment: str, summary: dict[str, Any], rows: list[dict[str, Any]]
+    study: Session, experiment: str, summary: dict[str, Any], rows: list[dict[str, Any]]
 ) -> Callable[[Path], None] | None:
     """What draws the experiment's figures into a result directory's `figures/`: the study's
     `draw` (given by the caller that set the study up, e.g. `study.setup`), or None (no figures).
@@ -265,7 +265,7 @@ def figure_painter(
     return paint
 
 
-def wandb_group(study: Study) -> str:
+def wandb_group(study: Session) -> str:
     """One W&B group per batch: SPECDEC_BATCH (set by `make evaluate`), else profile@commit."""
     return os.environ.get("SPECDEC_BATCH") or f"{study.name}@{(git_commit(ROOT) or 'nogit')[:8]}"
 

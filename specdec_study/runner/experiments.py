@@ -23,15 +23,15 @@ from specdec_study.runner import (
     single,
     speculative_sampling,
 )
-from specdec_study.runner.session import Study
+from specdec_study.runner.session import Session
 
 
 class Runner(NamedTuple):
-    """An experiment's run (Study -> its result, computed or reused) and its config (Study ->
+    """An experiment's run (Session -> its result, computed or reused) and its config (Session ->
     the config.json it would write, from the profile alone, loading no model)."""
 
-    run: Callable[[Study], ExperimentResult]
-    config: Callable[[Study], dict[str, Any]]
+    run: Callable[[Session], ExperimentResult]
+    config: Callable[[Session], dict[str, Any]]
 
 
 RUNNERS: dict[str, Runner] = {

@@ -46,7 +46,7 @@ from specdec_study.runner.implementations import run_implementations
 from specdec_study.runner.k_sweep import run_k_sweep
 from specdec_study.runner.peers import run_peers
 from specdec_study.runner.prompts import prompts_for
-from specdec_study.runner.session import MODELS, Study, get_drafter, load_target, setup
+from specdec_study.runner.session import MODELS, Session, get_drafter, load_target, setup
 from specdec_study.runner.single import run_baseline, run_bigram, run_transformer_draft
 from specdec_study.runner.speculative_sampling import run_sampling
 
@@ -64,7 +64,7 @@ def _arms(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def check_identity(study_run: Study) -> dict[str, Any]:
+def check_identity(study_run: Session) -> dict[str, Any]:
     """Run every experiment on the device; greedy arms of ours must equal the baseline."""
     results = {}
     runs = [
@@ -101,7 +101,7 @@ def check_identity(study_run: Study) -> dict[str, Any]:
     }
 
 
-def check_sampling(study_run: Study, seeds: int = 50) -> dict[str, Any]:
+def check_sampling(study_run: Session, seeds: int = 50) -> dict[str, Any]:
     """T = 1 with the narrower draft over many seeds: no crash, ids inside the vocabulary."""
     from specdec_lib.generate import Generator
 

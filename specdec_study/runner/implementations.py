@@ -28,13 +28,13 @@ from specdec_study.results.catalog import BASELINE
 from specdec_study.results.store import ExperimentResult
 from specdec_study.runner.context_sweep import sweep_rows
 from specdec_study.runner.execute import Progress, Run, execute
-from specdec_study.runner.session import Study, base_config, load_target, make_arm
+from specdec_study.runner.session import Session, base_config, load_target, make_arm
 
 EXPERIMENT = "implementations"
 assert CACHED_BASELINE == BASELINE  # the cached baseline is the reference arm (token identity)
 
 
-def implementations_config(study: Study) -> dict[str, Any]:
+def implementations_config(study: Session) -> dict[str, Any]:
     """The positive control's config: its own contexts, prompt count, tokens and draft
     (`experiments.implementations`), the context sweep's anchors (`anchor_min`, `anchor_room`), so
     that its prompts are the first of the sweep's documents, and the variants it times (all four
@@ -85,7 +85,7 @@ def implementations_config(study: Study) -> dict[str, Any]:
     }
 
 
-def build_variant_arms(study: Study, loaded: Any, cfg: dict[str, Any]) -> list[Arm]:
+def build_variant_arms(study: Session, loaded: Any, cfg: dict[str, Any]) -> list[Arm]:
     """Every arm of the config, the cached baseline first, each with its own caches."""
     return [
         make_arm(
@@ -109,14 +109,14 @@ def arm_variant(cfg: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def run_implementations(study: Study) -> ExperimentResult:
+def run_implementations(study: Session) -> ExperimentResult:
     """04's positive control: each variant's single-divisor and paired speedup and its tokens per
     target call at every context, on the same prompts."""
     cfg = implementations_config(study)
     return execute(study, EXPERIMENT, cfg, lambda on_row: _compute(study, cfg, on_row))
 
 
-def _compute(study: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
+def _compute(study: Session, cfg: dict[str, Any], on_row: Progress) -> Run:
     """Every block of `sweep_blocks` after its warm-up, checkpointed per (context, prompt) as the
     sweep's are; rows by context, then prompt, each with its `variant` and its draft's cache."""
     loaded = load_target(study)

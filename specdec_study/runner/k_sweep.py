@@ -14,10 +14,10 @@ from specdec_study.results.catalog import BASELINE
 from specdec_study.results.store import ExperimentResult
 from specdec_study.runner.execute import Progress, Run, execute, paired_by_config
 from specdec_study.runner.prompts import prompts_for
-from specdec_study.runner.session import Study, base_config, load_target, make_arm
+from specdec_study.runner.session import Session, base_config, load_target, make_arm
 
 
-def k_sweep_config(study: Study) -> dict[str, Any]:
+def k_sweep_config(study: Session) -> dict[str, Any]:
     """05's config: the transformer draft at each K and the adaptive schedule's bounds."""
     e = study.exp("k_sweep")
     spec = study.profile["drafts"]["transformer"]
@@ -40,14 +40,14 @@ def k_sweep_config(study: Study) -> dict[str, Any]:
     }
 
 
-def run_k_sweep(study: Study) -> ExperimentResult:
+def run_k_sweep(study: Session) -> ExperimentResult:
     """05: the transformer draft at K = 1..8 beside Leviathan's predicted speedup, and an
     adaptive-K schedule."""
     cfg = k_sweep_config(study)
     return execute(study, "k_sweep", cfg, lambda on_row: _k_sweep(study, cfg, on_row))
 
 
-def _k_sweep(study: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
+def _k_sweep(study: Session, cfg: dict[str, Any], on_row: Progress) -> Run:
     loaded = load_target(study)
     spec = study.profile["drafts"]["transformer"]
     arms = [make_arm(study, loaded, BASELINE, "none", 1)]

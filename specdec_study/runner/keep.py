@@ -40,7 +40,7 @@ from specdec_study.results.catalog import STUDY
 from specdec_study.results.inputs import changed_input
 from specdec_study.runner.execute import inputs_now, rel
 from specdec_study.runner.experiments import RUNNERS
-from specdec_study.runner.session import ROOT, Study, parse_flag, setup
+from specdec_study.runner.session import ROOT, Session, parse_flag, setup
 
 INJECTED = "injected-parameters"  # the tag of the cell papermill adds with the parameters
 UNFINISHED = ("failed", "running", "pending")  # a papermill cell status short of completed
@@ -94,7 +94,7 @@ def shown_images(nb: dict[str, Any]) -> set[str]:
 
 
 def result_problem(
-    study: Study, experiment: str, config: dict[str, Any], shown: set[str]
+    study: Session, experiment: str, config: dict[str, Any], shown: set[str]
 ) -> str | None:
     """Why `experiment` would not be reused as the executed notebook shows it (None: it would)."""
     d = study.store.dir(experiment)

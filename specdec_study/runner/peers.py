@@ -21,7 +21,7 @@ from specdec_study.results.store import ExperimentResult
 from specdec_study.runner.execute import Progress, Run, execute, paired_by_config
 from specdec_study.runner.prompts import prompts_for
 from specdec_study.runner.session import (
-    Study,
+    Session,
     arm_name,
     base_config,
     build_arms,
@@ -30,7 +30,7 @@ from specdec_study.runner.session import (
 )
 
 
-def assistant_for(study: Study, loaded: LoadedModel):
+def assistant_for(study: Session, loaded: LoadedModel):
     """(model, tokenizer) for HF assisted generation: the transformer draft as a model of its own
     (model:ID, with its own tokenizer, which HF needs where the vocabulary sizes differ), or for
     the self-draft the target's early exit with its full head (the target's tokenizer)."""
@@ -53,13 +53,13 @@ def peers_problem() -> str | None:
         return f"{type(exc).__name__}: {exc}"
 
 
-def our_specs(study: Study) -> dict[str, str]:
+def our_specs(study: Session) -> dict[str, str]:
     """Arm name -> spec of our arms in 07: the n-gram and the transformer drafts."""
     d = study.profile["drafts"]
     return {arm_name(d["ngram"]): d["ngram"], arm_name(d["transformer"]): d["transformer"]}
 
 
-def peers_config(study: Study, peers_error: str | None) -> dict[str, Any]:
+def peers_config(study: Session, peers_error: str | None) -> dict[str, Any]:
     """07's config; HF's arms are in it only where `specdec_lib.measure.huggingface` can run
     them."""
     e = study.exp("peers")
@@ -73,12 +73,12 @@ def peers_config(study: Study, peers_error: str | None) -> dict[str, Any]:
     }
 
 
-def peers_default_config(study: Study) -> dict[str, Any]:
+def peers_default_config(study: Session) -> dict[str, Any]:
     """07's config with HF's arms as this environment can run them."""
     return peers_config(study, peers_problem())
 
 
-def run_peers(study: Study) -> ExperimentResult:
+def run_peers(study: Session) -> ExperimentResult:
     """07: Hugging Face generate (greedy, prompt lookup, assisted) beside our baseline, n-gram
     lookup and transformer draft on the same prompts, interleaved per prompt."""
     peers_error = peers_problem()
@@ -90,7 +90,7 @@ def run_peers(study: Study) -> ExperimentResult:
     return execute(study, "peers", cfg, lambda on_row: _peers(study, cfg, peers_error, on_row))
 
 
-def hf_arms(study: Study, loaded: LoadedModel, k: int) -> list[Arm]:
+def hf_arms(study: Session, loaded: LoadedModel, k: int) -> list[Arm]:
     """One arm per Hugging Face mode; assisted generation with the transformer draft."""
     from specdec_lib.measure.huggingface import (
         HFGenerator,  # optional: only once it imported cleanly
@@ -107,7 +107,7 @@ def hf_arms(study: Study, loaded: LoadedModel, k: int) -> list[Arm]:
     return arms
 
 
-def _peers(study: Study, cfg: dict[str, Any], peers_error: str | None, on_row: Progress) -> Run:
+def _peers(study: Session, cfg: dict[str, Any], peers_error: str | None, on_row: Progress) -> Run:
     loaded = load_target(study)
     k = cfg["k"]
     arms = build_arms(study, loaded, our_specs(study), k)

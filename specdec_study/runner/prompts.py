@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from specdec_lib.data import Article, Prompt, load_wikitext, make_prompts, split_articles
 from specdec_lib.models import LoadedModel
-from specdec_study.runner.session import SPLIT_SEED, Study
+from specdec_study.runner.session import SPLIT_SEED, Session
 
 _EVAL: dict[str, list[Article]] = {}  # data source -> its eval articles, split once per process
 READ: dict[str, str] = {}  # data source -> what it read (`Corpus.source`), for env.json's inputs
 
 
-def eval_articles(study: Study) -> list[Article]:
+def eval_articles(study: Session) -> list[Article]:
     """The eval half of the profile's data source (`data.split_articles`, seed SPLIT_SEED)."""
     src = study.profile.get("data_source", "auto")
     if src not in _EVAL:
@@ -26,7 +26,7 @@ def eval_articles(study: Study) -> list[Article]:
 
 
 def prompts_for(
-    study: Study,
+    study: Session,
     loaded: LoadedModel,
     n: int,
     context: int,

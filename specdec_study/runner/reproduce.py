@@ -40,7 +40,7 @@ from specdec_study.results.reproduction import (
 )
 from specdec_study.results.store import ExperimentResult
 from specdec_study.runner.experiments import RUNNERS
-from specdec_study.runner.session import Study, setup
+from specdec_study.runner.session import Session, setup
 
 COUNT_KEYS = ("n_prompts", "n_documents")
 SAMPLE_KEYS = ("n_samples",)
@@ -65,7 +65,7 @@ def cap_counts(section: dict[str, Any], prompts: int) -> dict[str, Any]:
     return out
 
 
-def machine(study: Study) -> tuple[str, str]:
+def machine(study: Session) -> tuple[str, str]:
     """(device type, dtype) the profile's target computes in on this machine: ("cpu",
     "bfloat16") on a CPU with AVX512-BF16 or AMX, ("cpu", "float32") on an AVX2-only one."""
     dev = resolve_device(str(study.profile.get("device", "auto")))
@@ -79,7 +79,7 @@ def _computed_in(env: dict[str, Any]) -> tuple[str, str]:
 
 
 def skip_reason(
-    study: Study, committed: Profile, experiments: Sequence[str] | None = None
+    study: Session, committed: Profile, experiments: Sequence[str] | None = None
 ) -> str | None:
     """Why this machine cannot reproduce the committed results (all, or those named): another
     device type or dtype, bfloat16 on another CPU model, or no embedded model; None where it
@@ -125,7 +125,7 @@ def check_names(experiments: Sequence[str]) -> None:
         )
 
 
-def capped_study(profile: str, results_dir: str, prompts: int) -> Study:
+def capped_study(profile: str, results_dir: str, prompts: int) -> Session:
     """The profile's study writing to `results_dir`, every experiment's counts capped (an
     experiment that reuses another's prompts, as the uncached sweep does, sees the same cap)."""
     study = setup(profile, results_dir=results_dir, force=True)
@@ -140,7 +140,7 @@ def capped_study(profile: str, results_dir: str, prompts: int) -> Study:
     return study
 
 
-def rerun(study: Study, experiment: str) -> ExperimentResult:
+def rerun(study: Session, experiment: str) -> ExperimentResult:
     """The experiment recomputed by its own runner (no figures: the study has no `draw`), from
     the seed a notebook's setup starts from, whatever ran before it in this process."""
     torch.manual_seed(int(study.profile.get("seed", 0)))

@@ -1,7 +1,7 @@
-"""The study's context: a profile (YAML) with a notebook's overrides, the results folder, and the
+"""A run's session: a profile (YAML) with a notebook's overrides, the results folder, and the
 targets and drafters this process has loaded.
 
-`setup` makes a `Study` from a profile name; `base_config` is what every experiment's config
+`setup` makes a `Session` from a profile name; `base_config` is what every experiment's config
 starts from; `load_target` loads a target once per process and dtype, `get_drafter` builds a
 drafter through the one grammar (`drafters.registry`) once per target, spec and cache setting
 (both kept in `MODELS`); `make_arm` / `build_arms` wrap them into the arms `measure.paired` runs.
@@ -52,8 +52,9 @@ NO = ("0", "false", "no", "off", "")
 
 
 @dataclass
-class Study:
-    """One study's profile, results directory and notebook overrides: what every runner reads."""
+class Session:
+    """One run's profile, results directory and notebook overrides: what every runner reads (its
+    parameter is called `study` there; the notebooks call it `study_run`)."""
 
     profile: dict[str, Any]
     results_dir: Path
@@ -130,12 +131,12 @@ def setup(
     overrides: dict[str, Any] | None = None,
     dtype: str = "",
     draw: Callable[[str, dict[str, Any], list[dict[str, Any]], Path], Any] | None = None,
-) -> Study:
+) -> Session:
     """The study context of a notebook. A relative results_dir is relative to the repository;
     `profile="auto"` picks colab-t4 on a Colab GPU, else embedded; a non-empty `dtype` replaces
     the profile's; `force` and $FORCE are read by `parse_flag` (`-p force false` is false, a value
     that is neither is refused); `draw` paints an experiment's figures into its result directory
-    (`Study.draw`)."""
+    (`Session.draw`)."""
     prof = profiles.profile_for_run(profile)
     if dtype:
         if dtype != "auto" and dtype not in DTYPES and dtype != "float64":
@@ -148,10 +149,10 @@ def setup(
     torch.manual_seed(int(prof.get("seed", 0)))
     if prof.get("threads") and env_threads() is None:  # $SPECDEC_THREADS overrides the profile
         torch.set_num_threads(int(prof["threads"]))
-    return Study(prof, rd, force, dict(overrides or {}), draw)
+    return Session(prof, rd, force, dict(overrides or {}), draw)
 
 
-def base_config(study: Study, experiment: str) -> dict[str, Any]:
+def base_config(study: Session, experiment: str) -> dict[str, Any]:
     """The keys every experiment's config starts with (its hash names the stored result): every
     top-level profile key that changes what is measured (the tiny models' options where the
     profile has them; `threads` changes only how fast, and env.json records it)."""
@@ -179,13 +180,13 @@ def arm_name(spec: str) -> str:
     return spec.split(":", 1)[0]  # self:L:KEEP -> self (the spec stays in the arm's "draft")
 
 
-def roles(study: Study) -> dict[str, str]:
+def roles(study: Session) -> dict[str, str]:
     """Role (bigram, transformer, ngram, ...) -> the arm name of the profile's draft for it."""
     d = study.profile["drafts"]
     return {role: arm_name(spec) for role, spec in d.items() if isinstance(spec, str)}
 
 
-def transformer_specs(study: Study) -> dict[str, str]:
+def transformer_specs(study: Session) -> dict[str, str]:
     """Arm name -> spec of the transformer drafts of 03 (the main one first)."""
     d = study.profile["drafts"]
     out = {arm_name(d["transformer"]): d["transformer"]}
@@ -194,7 +195,7 @@ def transformer_specs(study: Study) -> dict[str, str]:
     return out
 
 
-def thread_choice(study: Study) -> dict[str, Any]:
+def thread_choice(study: Session) -> dict[str, Any]:
     """How this process's thread count was chosen, for env.json."""
     choice = current_runtime()
     if choice is not None:
@@ -237,7 +238,7 @@ def tiny_key(name: str, opts: dict[str, Any]) -> str:
     return f"{name} {json.dumps(opts, sort_keys=True)}"
 
 
-def load_target(study: Study, dtype: str | None = None) -> LoadedModel:
+def load_target(study: Session, dtype: str | None = None) -> LoadedModel:
     """The profile's target as a LoadedModel, loaded once per process per dtype (a tiny target
     once per set of options)."""
     name = study.profile["target"]
@@ -257,7 +258,7 @@ def load_target(study: Study, dtype: str | None = None) -> LoadedModel:
     return MODELS.models[key]
 
 
-def tiny_draft(study: Study, loaded: LoadedModel) -> LoadedModel:
+def tiny_draft(study: Session, loaded: LoadedModel) -> LoadedModel:
     """The smoke-pair's draft (`model:tiny-random-draft`): a tiny Gemma3ForCausalLM over the
     target's tokenizer without its extra ids, in the target's dtype and device (profile
     `tiny_draft`: layers, hidden, heads, seed)."""
@@ -272,7 +273,7 @@ def tiny_draft(study: Study, loaded: LoadedModel) -> LoadedModel:
 
 
 def get_drafter(
-    study: Study, loaded: LoadedModel, spec: str, *, use_cache: bool = True, k_max: int = 8
+    study: Session, loaded: LoadedModel, spec: str, *, use_cache: bool = True, k_max: int = 8
 ) -> Drafter:
     """A drafter for spec (kept per target, spec and cache setting), through the one grammar
     (`drafters.registry`); `adaptive:SPEC` takes its schedule from the profile, capped by k_max.
@@ -298,7 +299,7 @@ def get_drafter(
     return d
 
 
-def draft_context(study: Study, loaded: LoadedModel, use_cache: bool, k_max: int) -> DraftContext:
+def draft_context(study: Session, loaded: LoadedModel, use_cache: bool, k_max: int) -> DraftContext:
     """What the registry builds a drafter from: the target, the fit split's ids, the profile's
     dtype, device and adaptive-K schedule; inner drafters come through `get_drafter`."""
     ad = study.profile.get("experiments", {}).get("k_sweep", {}).get("adaptive", {})
@@ -316,7 +317,7 @@ def draft_context(study: Study, loaded: LoadedModel, use_cache: bool, k_max: int
 
 
 def make_arm(
-    study: Study,
+    study: Session,
     loaded: LoadedModel,
     name: str,
     spec: str,
@@ -341,7 +342,7 @@ def make_arm(
 
 
 def build_arms(
-    study: Study, loaded: LoadedModel, specs: dict[str, str], k: int, *, use_cache: bool = True
+    study: Session, loaded: LoadedModel, specs: dict[str, str], k: int, *, use_cache: bool = True
 ) -> list[Arm]:
     """The baseline first, then one arm per (name -> spec)."""
     arms = [make_arm(study, loaded, BASELINE, "none", k, use_cache=use_cache)]

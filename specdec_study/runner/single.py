@@ -15,7 +15,7 @@ from specdec_study.results.store import ExperimentResult
 from specdec_study.runner.execute import Progress, Run, execute, paired, paired_by_config
 from specdec_study.runner.prompts import prompts_for
 from specdec_study.runner.session import (
-    Study,
+    Session,
     base_config,
     build_arms,
     load_target,
@@ -24,7 +24,7 @@ from specdec_study.runner.session import (
 )
 
 
-def single_config(study: Study, experiment: str, arms: dict[str, str]) -> dict[str, Any]:
+def single_config(study: Session, experiment: str, arms: dict[str, str]) -> dict[str, Any]:
     """The config of a single-context experiment pairing these arms with the baseline."""
     e = study.exp(experiment)
     return {
@@ -36,22 +36,22 @@ def single_config(study: Study, experiment: str, arms: dict[str, str]) -> dict[s
     }
 
 
-def bigram_specs(study: Study) -> dict[str, str]:
+def bigram_specs(study: Session) -> dict[str, str]:
     """Arm name -> spec of 02's one draft, the profile's bigram."""
     return {"bigram": study.profile["drafts"]["bigram"]}
 
 
-def baseline_config(study: Study) -> dict[str, Any]:
+def baseline_config(study: Session) -> dict[str, Any]:
     """01's config: the baseline alone."""
     return single_config(study, "baseline", {})
 
 
-def bigram_config(study: Study) -> dict[str, Any]:
+def bigram_config(study: Session) -> dict[str, Any]:
     """02's config: the bigram drafter beside the baseline."""
     return single_config(study, "bigram", bigram_specs(study))
 
 
-def transformer_config(study: Study) -> dict[str, Any]:
+def transformer_config(study: Session) -> dict[str, Any]:
     """03's config: the pair's, plus the identity check's dtypes, prompts and tokens."""
     cfg = single_config(study, "transformer_draft", transformer_specs(study))
     ident = study.exp("transformer_draft").get("identity", {}) or {}
@@ -66,13 +66,13 @@ def transformer_config(study: Study) -> dict[str, Any]:
 # --------------------------------------------------------------------------- 01 baseline
 
 
-def run_baseline(study: Study) -> ExperimentResult:
+def run_baseline(study: Session) -> ExperimentResult:
     """01: the KV-cached autoregressive baseline: tokens/s and time per prompt."""
     cfg = baseline_config(study)
     return execute(study, "baseline", cfg, lambda on_row: _baseline(study, cfg, on_row))
 
 
-def _baseline(study: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
+def _baseline(study: Session, cfg: dict[str, Any], on_row: Progress) -> Run:
     loaded = load_target(study)
     arms = build_arms(study, loaded, {}, cfg["k"])
     prompts = prompts_for(study, loaded, cfg["n_prompts"], cfg["context_tokens"])
@@ -84,13 +84,13 @@ def _baseline(study: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
 # --------------------------------------------------------------------------- 02 .. 03 pairs
 
 
-def run_pair(study: Study, experiment: str, specs: dict[str, str]) -> ExperimentResult:
+def run_pair(study: Session, experiment: str, specs: dict[str, str]) -> ExperimentResult:
     """A single-context experiment: these drafts paired with the baseline on the same prompts."""
     cfg = single_config(study, experiment, specs)
     return execute(study, experiment, cfg, lambda on_row: _pair(study, cfg, specs, on_row))
 
 
-def _pair(study: Study, cfg: dict[str, Any], specs: dict[str, str], on_row: Progress) -> Run:
+def _pair(study: Session, cfg: dict[str, Any], specs: dict[str, str], on_row: Progress) -> Run:
     loaded = load_target(study)
     arms = build_arms(study, loaded, specs, cfg["k"])
     prompts = prompts_for(study, loaded, cfg["n_prompts"], cfg["context_tokens"])
@@ -100,12 +100,12 @@ def _pair(study: Study, cfg: dict[str, Any], specs: dict[str, str], on_row: Prog
     return Run(rows, {"arms": sm, "headline": headline_pair(sm, main)})
 
 
-def run_bigram(study: Study) -> ExperimentResult:
+def run_bigram(study: Session) -> ExperimentResult:
     """02: the bigram drafter against its paired baseline."""
     return run_pair(study, "bigram", bigram_specs(study))
 
 
-def run_transformer_draft(study: Study) -> ExperimentResult:
+def run_transformer_draft(study: Session) -> ExperimentResult:
     """03: the transformer draft(s) against the paired baseline, and greedy token identity of
     the main draft per dtype (the profile's and e.g. float32)."""
     specs = transformer_specs(study)
@@ -115,7 +115,9 @@ def run_transformer_draft(study: Study) -> ExperimentResult:
     )
 
 
-def _transformer(study: Study, cfg: dict[str, Any], specs: dict[str, str], on_row: Progress) -> Run:
+def _transformer(
+    study: Session, cfg: dict[str, Any], specs: dict[str, str], on_row: Progress
+) -> Run:
     run = _pair(study, cfg, specs, on_row)
     by_dtype, id_rows = _identity(study, cfg, specs, run.rows, on_row)
     run.summary["identity_by_dtype"] = by_dtype
@@ -124,7 +126,7 @@ def _transformer(study: Study, cfg: dict[str, Any], specs: dict[str, str], on_ro
 
 
 def _identity(
-    study: Study,
+    study: Session,
     cfg: dict[str, Any],
     specs: dict[str, str],
     rows: list[dict[str, Any]],
@@ -151,7 +153,7 @@ def _identity(
 
 
 def _identity_rows(
-    study: Study, cfg: dict[str, Any], main: str, spec: str, dtype: str, on_row: Progress
+    study: Session, cfg: dict[str, Any], main: str, spec: str, dtype: str, on_row: Progress
 ) -> list[dict[str, Any]]:
     """The baseline and the main draft paired in another dtype, on the identity's prompts."""
     loaded = load_target(study, dtype=dtype)

@@ -24,16 +24,16 @@ from specdec_study.results.store import Checkpoint, ExperimentResult
 from specdec_study.runner.distribution import distribution_checks, sequence_checks
 from specdec_study.runner.execute import Progress, Run, execute, paired
 from specdec_study.runner.prompts import prompts_for
-from specdec_study.runner.session import Study, arm_name, base_config, build_arms, load_target
+from specdec_study.runner.session import Session, arm_name, base_config, build_arms, load_target
 
 
-def sampling_specs(study: Study) -> dict[str, str]:
+def sampling_specs(study: Session) -> dict[str, str]:
     """The transformer draft (the headline's) and the bigram."""
     d = study.profile["drafts"]
     return {arm_name(d["transformer"]): d["transformer"], arm_name(d["bigram"]): d["bigram"]}
 
 
-def sampling_config(study: Study) -> dict[str, Any]:
+def sampling_config(study: Session) -> dict[str, Any]:
     """06's config: temperatures, the paired runs and the distribution and sequence checks."""
     e = study.exp("sampling")
     specs = sampling_specs(study)
@@ -63,7 +63,7 @@ def sampling_config(study: Study) -> dict[str, Any]:
     }
 
 
-def sequence_config(study: Study, seq: dict[str, Any] | None) -> dict[str, Any] | None:
+def sequence_config(study: Session, seq: dict[str, Any] | None) -> dict[str, Any] | None:
     """The check of positions 1..m (`runner.distribution.sequence_checks`), from the profile's
     `sampling.sequence` (None when it has none): the drafts it runs (names in the profile's
     `drafts`: a high-acceptance one such as the n-gram copy and a low one such as the bigram),
@@ -98,7 +98,7 @@ def looping_prompt(ids: list[int], loop_tokens: int, repeats: int) -> list[int]:
     return ids[:1] + ids[1 : 1 + loop_tokens] * repeats
 
 
-def run_sampling(study: Study) -> ExperimentResult:
+def run_sampling(study: Session) -> ExperimentResult:
     """06: speculative sampling at each temperature (acceptance, speedup), and an empirical
     check that the first sampled token follows the target's exact distribution, for the
     baseline and every speculative arm, with the smallest TVD the check detects."""
@@ -106,7 +106,7 @@ def run_sampling(study: Study) -> ExperimentResult:
     return execute(study, "sampling", cfg, lambda on_row: _sampling(study, cfg, on_row))
 
 
-def _sampling(study: Study, cfg: dict[str, Any], on_row: Progress) -> Run:
+def _sampling(study: Session, cfg: dict[str, Any], on_row: Progress) -> Run:
     loaded = load_target(study)
     specs = sampling_specs(study)
     main = next(iter(specs))

@@ -1,5 +1,5 @@
 """Draws the figures an experiment declares (`results.catalog`) into a folder: what
-`study.setup` gives the runner as `Study.draw` for each result directory's `figures/` (and W&B
+`study.setup` gives the runner as `Session.draw` for each result directory's `figures/` (and W&B
 logs from there); and says in words what each declared figure shows (`alt_text`: the first line
 of its drawing function's docstring), which the book gives the executed notebooks' images as
 their alt text. `DRAWINGS` binds each declared figure (a file and its caption, data) to the

@@ -35,8 +35,9 @@ CONTEXT = {
     "time_vs_context.png": results.time_vs_context,
     "earlier_style_vs_paired.png": results.earlier_style_vs_paired,
 }
-# experiment -> figure file -> what draws it (each file its declaration names; a test checks)
-DRAWINGS: dict[str, dict[str, Drawing]] = {
+# experiment -> figure file -> what draws it (each file its declaration names; a test checks):
+# an experiment module's figures carry their drawing (`Figure.draw`); the others are listed here
+LISTED: dict[str, dict[str, Drawing]] = {
     "baseline": {"tokens_per_s.png": results.tokens_per_s},
     "bigram": PAIR,
     "transformer_draft": PAIR,
@@ -50,15 +51,17 @@ DRAWINGS: dict[str, dict[str, Drawing]] = {
         "ladder_dose_response.png": results.ladder_dose_response,
     },
     "implementations": {"implementations.png": implementations.implementations_figure},
-    "k_sweep": {
-        "measured_vs_predicted.png": results.measured_vs_predicted,
-        "position_acceptance.png": results.k_sweep_position_acceptance,
-    },
     "sampling": {
         "sampling_speedup.png": results.sampling_speedup,
         "distribution_check.png": results.distribution_check,
     },
     "peers": {"peers_speed.png": results.peers},
+}
+DRAWINGS: dict[str, dict[str, Drawing]] = {
+    name: LISTED[name]
+    if name in LISTED
+    else {f.file: f.draw for f in e.figures if f.draw is not None}
+    for name, (_, e) in catalog.declared().items()
 }
 
 

@@ -78,7 +78,7 @@ def draw(
     for figure in declaration(experiment).figures:
         if files is not None and figure.file not in files:
             continue
-        fig = DRAWINGS[experiment][figure.file](summary, rows)
+        fig = (figure.draw or DRAWINGS[experiment][figure.file])(summary, rows)
         if fig is not None:
             save(fig, d / figure.file)
             out.append(d / figure.file)
@@ -94,7 +94,8 @@ def alt_text(file: str, experiments: Sequence[str] = ()) -> str | None:
     for e in ordered:
         for figure in e.figures:
             if figure.file == file:
-                doc = (DRAWINGS[e.name][figure.file].__doc__ or "").strip()
+                drawing = figure.draw or DRAWINGS[e.name][figure.file]
+                doc = (drawing.__doc__ or "").strip()
                 return " ".join(doc.split("\n\n")[0].split()) or None
     return None
 

@@ -72,6 +72,9 @@ from specdec_study.runner.teacher_forced import draft_kind, teacher_forced_guess
 from specdec_study.runner.tiny import tiny_random_model, tiny_tokenizer
 
 EXPERIMENTS = NOTEBOOKS  # notebook -> the result directories it writes (results.catalog)
+# 05 (`specdec_study.experiments.k_sweep`) as the committed notebooks call it, until they are
+# regenerated to call `run(study_run, "k_sweep")` (its declared `call` then says so)
+run_k_sweep = RUNNERS["k_sweep"].run
 
 __all__ = [
     "CONTROL",
@@ -138,12 +141,6 @@ def run(study_run: Session, experiment: str) -> ExperimentResult:
     if experiment not in RUNNERS:
         raise SpecdecError(f"unknown experiment {experiment!r}; declared: {', '.join(RUNNERS)}")
     return RUNNERS[experiment].run(study_run)
-
-
-def run_k_sweep(study_run: Session) -> ExperimentResult:
-    """05 (`specdec_study.experiments.k_sweep`): what the committed notebooks call, until they
-    call `run(study_run, "k_sweep")`."""
-    return run(study_run, "k_sweep")
 
 
 def write_bundle(study_run: Session) -> Path:

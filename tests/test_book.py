@@ -26,11 +26,11 @@ from specdec_study import pages as report
 from specdec_study.analysis import stats
 from specdec_study.analysis.implementations import VARIANTS as IMPL_VARIANTS
 from specdec_study.analysis.implementations import implementations_summary, variant_arms
-from specdec_study.analysis.k_sweep import k_row
 from specdec_study.analysis.replay import continuation_summary
 from specdec_study.analysis.single import baseline_headline, headline_pair
 from specdec_study.analysis.speculative_sampling import temperature_rows
 from specdec_study.analysis.summary import summarize
+from specdec_study.experiments.k_sweep import k_row
 from specdec_study.results.schema import declared_config
 from specdec_study.results.store import ResultStore, publish
 
@@ -310,7 +310,7 @@ def _agreement(rng) -> tuple[dict, list, dict]:
 
 def _k_sweep(rng) -> tuple[dict, list, dict]:
     """k_sweep: the self-draft at every fixed K and at an adaptive K; its table's rows are
-    analysis.k_sweep.k_row's (no pooled prediction), its headline made up."""
+    experiments.k_sweep.k_row's (no pooled prediction), its headline made up."""
     adaptive_arm = _self_arm("adaptive", "adaptive:self", 8)
     rows = _arm_rows([BASELINE_ARM, *(_self_arm(f"k{k}", k=k) for k in KS), adaptive_arm], rng)
     arms = summarize(rows)

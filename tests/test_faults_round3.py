@@ -123,11 +123,11 @@ def all_configs(prof: dict) -> dict[str, str]:
         agreement,
         context_sweep,
         implementations,
-        k_sweep,
         peers,
         single,
         speculative_sampling,
     )
+    from specdec_study.runner.experiments import RUNNERS
     from specdec_study.runner.session import Session
 
     S = Session(prof, Path("/nonexistent"))
@@ -138,7 +138,7 @@ def all_configs(prof: dict) -> dict[str, str]:
         "context_sweep": context_sweep.context_sweep_config,
         "context_sweep_nocache": context_sweep.context_sweep_nocache_config,
         "agreement": agreement.agreement_config,
-        "k_sweep": k_sweep.k_sweep_config,
+        "k_sweep": RUNNERS["k_sweep"].config,
         "sampling": speculative_sampling.sampling_config,
         "peers": lambda S: peers.peers_config(S, None),
         "implementations": implementations.implementations_config,

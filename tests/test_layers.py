@@ -69,10 +69,26 @@ def imports_of(path: Path, modules: set[str]) -> set[str]:
     return found
 
 
+CATALOG = "specdec_study.results.catalog"
+EXPERIMENTS = STUDY / "experiments"  # the catalog imports each of its modules (found, not named)
+
+
 def import_graph() -> dict[str, set[str]]:
+    """Module -> the project modules it imports, with the imports the catalog makes by finding
+    the experiment modules (`results.catalog.modules`): edges no import statement shows."""
     paths = {module_name(p): p for pkg in (PKG, STUDY) for p in pkg.rglob("*.py")}
     modules = set(paths)
-    return {m: imports_of(p, modules) for m, p in paths.items()}
+    graph = {m: imports_of(p, modules) for m, p in paths.items()}
+    found = {module_name(p) for p in EXPERIMENTS.glob("*.py") if p.name != "__init__.py"}
+    graph[CATALOG] |= found
+    return graph
+
+
+def test_the_graph_holds_the_catalogs_found_experiment_modules():
+    """The catalog imports every experiment module by finding it; the graph shows those edges,
+    so that a cycle through them (an experiment module importing what reads the catalog) is
+    found like any other."""
+    assert "specdec_study.experiments.k_sweep" in import_graph()[CATALOG]
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -164,6 +180,16 @@ def test_facades_only_at_the_edges():
         ("specdec_study.analysis", ("specdec_study.reporting", "specdec_study.runner")),
         ("specdec_study.runner", ("specdec_study.reporting", "specdec_study.environment.colab")),
         ("specdec_study.bench", ("specdec_study.runner",)),
+        (  # an experiment module runs through the Lab it is handed: no runner, no torch
+            "specdec_study.experiments",
+            (
+                "specdec_study.runner",
+                "specdec_study.bench",
+                "specdec_study.study",
+                "specdec_study.pages",
+                CATALOG,
+            ),
+        ),
         (  # where the study runs: leaves that the layers above import, never the reverse
             "specdec_study.environment",
             tuple(
@@ -192,6 +218,7 @@ def test_arrows_run_one_way(layer, must_not_import):
         "specdec_study.analysis.verdicts",
         "specdec_study.results.store",
         "specdec_study.results.catalog",
+        "specdec_study.experiments.k_sweep",
         "specdec_study.reporting.readings",
         "specdec_study.reporting.claims",
         "specdec_study.reporting.reproduction_page",
@@ -272,6 +299,7 @@ def test_no_module_function_string_or_module_getattr_outside_the_drafter_grammar
 # reporting/figures: its drawing), as specdec_study/__init__.py says; and `tree`, the tree
 # verification (core) and the tree drafter (drafters), one concept at two layers of the library.
 SAME_CONCEPT_LAYERS = {
+    "specdec_study/experiments",
     "specdec_study/runner",
     "specdec_study/analysis",
     "specdec_study/reporting",

@@ -272,7 +272,7 @@ def test_cache_off_sweep_runs_on_the_cache_on_prompts(smoke):
 def test_k_sweep_and_sampling(smoke):
     """The K sweep's table carries its arms' numbers and the adaptive arm's mean K is recomputed
     from the rows (planted bug seen failing: calls that drafted nothing counted as K = 0, in
-    `analysis.k_sweep.adaptive_summary`); the sampling run's distribution check."""
+    `experiments.k_sweep.adaptive_summary`); the sampling run's distribution check."""
     results, _, _ = smoke
     summary, config, _, rows = load(results, "k_sweep")
     assert [t["k"] for t in summary["table"]] == config["ks"] == list(range(1, 9))

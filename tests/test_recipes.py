@@ -236,3 +236,122 @@ def test_every_declared_default_section_fits_the_profile_schema(name):
     defaults = catalog.experiment(name).defaults
     if defaults is not None:
         validate({**load_profile("smoke"), "experiments": {name: defaults}}, f"{name}'s defaults")
+
+
+# ------------------------------------------------- an experiment as one module (issue 40 design)
+
+# The whole toy experiment, one file in the `specdec_study.experiments` package: its shapes,
+# config and run (functions of the `runner.lab.Lab` the runner hands them), its figure with its
+# drawing, its declaration and its notebook. Nothing else is edited to add it.
+TOY_MODULE = f'''"""A toy experiment in one module."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from specdec_study.results.declare import Experiment, Figure, Notebook
+
+
+class ToyConfig(TypedDict):
+    experiment: str
+    n_prompts: int
+
+
+def config(lab: Any) -> dict[str, Any]:
+    return {{"experiment": "toy", "n_prompts": int(lab.section()["n_prompts"])}}
+
+
+def run(lab: Any) -> Any:
+    raise AssertionError("not run in the recipe test: it would load a model")
+
+
+def bars(summary: dict[str, Any], rows: list[dict[str, Any]]) -> Any:
+    """Toy bars, one per row."""
+    from specdec_study.reporting.figures import new_figure
+
+    fig, (ax,) = new_figure()
+    ax.bar([r["method"] for r in rows], [r["wall_s"] for r in rows])
+    return fig
+
+
+toy = Experiment(
+    "toy",
+    "a toy experiment in one module",
+    call='study.run(study_run, "toy")',
+    defaults={{"n_prompts": 1}},
+    config_shape=ToyConfig,
+    figures=(Figure("toy_bars.png", {TOY_CAPTION!r}, draw=bars),),
+    build_config=config,
+    run=run,
+)
+NOTEBOOK = Notebook("08_toy", "Toy", "A toy notebook. Writes `toy/`.", (toy,))
+'''
+
+
+def test_experiment_module_recipe_one_file_reaches_catalog_runner_figures_and_notebooks(
+    monkeypatch, tmp_path: Path
+):
+    """Add an experiment as one module of `specdec_study.experiments`: the catalog finds it (no
+    list names it), its notebook joins the study in the order of its name, the runner binds its
+    config and run to a Lab, its figure is drawn from its declaration and captioned, and the
+    notebook generator writes its cell. The test's only other step is to rebuild `STUDY`,
+    what importing the catalog does."""
+    from specdec_study import experiments
+    from specdec_study.reporting import readings
+    from specdec_study.reporting.figures import declared
+    from specdec_study.results.schema import config_problem
+    from specdec_study.results.store import ResultStore, publish
+    from specdec_study.runner.experiments import bound
+    from specdec_study.runner.session import Session
+
+    (tmp_path / "toy.py").write_text(TOY_MODULE)  # the one file
+    monkeypatch.setattr(experiments, "__path__", [*experiments.__path__, str(tmp_path)])
+    # forgotten afterwards: the module, and the package's attribute the import sets
+    monkeypatch.setitem(sys.modules, "specdec_study.experiments.toy", None)
+    monkeypatch.delitem(sys.modules, "specdec_study.experiments.toy")
+    monkeypatch.setattr(experiments, "toy", None, raising=False)
+    monkeypatch.delattr(experiments, "toy")
+    found = catalog.discovered()
+    assert [nb.name for nb in found][-1] == "08_toy"
+    monkeypatch.setattr(catalog, "STUDY", catalog.ordered((*catalog.LISTED, *found)))
+    assert [nb.name for nb in catalog.STUDY][-1] == "08_toy"
+    assert list(catalog.declared())[-1] == "toy" and catalog.notebook_of("toy") == "08_toy"
+    toy = catalog.experiment("toy")
+
+    # the runner binds its config to a Lab: the declared defaults, a profile's section over them
+    smoke = load_profile("smoke")
+    config = bound(toy).config
+    assert config(Session(smoke, ROOT / "results")) == {"experiment": "toy", "n_prompts": 1}
+    smoke["experiments"]["toy"] = {"n_prompts": 3}
+    assert config(Session(smoke, ROOT / "results")) == {"experiment": "toy", "n_prompts": 3}
+    assert config_problem("toy", {"experiment": "toy"}) == "config.json has no 'n_prompts'"
+    assert readings.what("toy") == toy.what
+
+    # its figure is drawn from its declaration into the result directory, and captioned
+    rows = [{"method": "baseline", "wall_s": 1.0}, {"method": "toy", "wall_s": 0.5}]
+    summary = {"experiment": "toy", "profile": "p"}
+    path = publish(
+        ResultStore(tmp_path, "p"), "toy", {"experiment": "toy", "n_prompts": 1},
+        {"device": "cpu"}, rows, summary, lambda d: declared.draw("toy", summary, rows, d),
+    )  # fmt: skip
+    assert readings.figures(path) == [(path / "figures" / "toy_bars.png", TOY_CAPTION)]
+    assert declared.alt_text("toy_bars.png", ["toy"]) == "Toy bars, one per row."
+
+    nb = _generator().build(toy_notebook := catalog.STUDY[-1])
+    assert toy_notebook.experiments == (toy,)
+    assert nb.cells[-2].source == (
+        'result = study.run(study_run, "toy")\nstudy.display_result(study_run, "toy")'
+    )
+
+
+def test_every_experiment_module_leads_or_joins_one_notebook():
+    """Each declaration an experiment module holds is run by exactly one study notebook, and
+    each module-declared experiment carries its config, run and drawings."""
+    declared = {e.name for _, e in catalog.declared().values()}
+    for module in catalog.modules():
+        own = [v for v in vars(module).values() if isinstance(v, Experiment)]
+        assert own, f"{module.__name__} declares no experiment"
+        for e in own:
+            assert e.name in declared, f"{module.__name__}: {e.name} is in no notebook"
+            assert e.run and e.build_config, e.name
+            assert all(f.draw for f in e.figures), e.name

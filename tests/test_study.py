@@ -382,6 +382,9 @@ def test_every_declaration_runs_through_the_study_api():
     assert list(RUNNERS) == list(EXPERIMENTS)
     for name in EXPERIMENTS:
         fn = declaration(name).call.removeprefix("study.").split("(", 1)[0]
+        if fn == "run":  # study.run(study_run, "<name>"): the runner by the typed name
+            assert declaration(name).call == f'study.run(study_run, "{name}")', name
+            continue
         want = RUNNERS["context_sweep" if name == "context_sweep_nocache" else name].run
         assert getattr(study, fn) is want, name
         assert callable(RUNNERS[name].run) and callable(RUNNERS[name].config), name
@@ -391,12 +394,17 @@ def test_study_run_functions_are_the_runners_and_listed():
     """`study.run_*` are plain attributes (what a notebook's completion lists): exactly the
     runners' run functions, each the one `runner.experiments.RUNNERS` binds; any other name is
     an AttributeError."""
-    from specdec_study.runner.experiments import RUNNERS
+    from specdec_study.results.catalog import experiment as declaration
+    from specdec_study.runner.experiments import LISTED, RUNNERS
 
+    # an experiment module's run is bound to a Lab (`runner.experiments.bound`): the study
+    # exposes it under the name its declared call gives, where that is not `study.run`
+    moved = {n: declaration(n).call for n in RUNNERS if n not in LISTED}
+    named = {c.removeprefix("study.").split("(", 1)[0] for c in moved.values()} - {"run"}
     listed = {n for n in dir(study) if n.startswith("run_")}
-    assert listed == {r.run.__name__ for r in RUNNERS.values()}
+    assert listed == {r.run.__name__ for r in LISTED.values()} | named
     assert listed <= set(study.__all__) and listed <= set(vars(study))
-    for r in RUNNERS.values():
+    for r in LISTED.values():
         assert getattr(study, r.run.__name__) is r.run
     with pytest.raises(AttributeError, match="run_nope"):
         study.run_nope  # noqa: B018
@@ -416,3 +424,13 @@ def test_two_profiles_whose_tiny_targets_differ_get_their_own_models_in_one_proc
     assert rows(target.model) == rows(smoke.model) + 64
     assert load_target(pair).model is target.model  # and each is still loaded once
     assert tiny_draft(pair, target).model is tiny_draft(pair, target).model
+
+
+def test_study_run_runs_a_declared_experiment_by_name_and_refuses_another_in_one_line(tmp_path):
+    """`study.run(study_run, name)`: the runner `runner.experiments.RUNNERS` binds to the name
+    the notebook types; an undeclared name is one SpecdecError listing the declared ones."""
+    from specdec_lib.errors import SpecdecError
+
+    s = study.setup("smoke", results_dir=str(tmp_path))
+    with pytest.raises(SpecdecError, match=r"unknown experiment 'nope'; declared: baseline, "):
+        study.run(s, "nope")

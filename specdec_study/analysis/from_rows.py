@@ -16,13 +16,13 @@ from typing import Any
 
 from specdec_study.analysis.agreement import agreement_summary
 from specdec_study.analysis.implementations import implementations_summary
-from specdec_study.analysis.k_sweep import k_sweep_summary
 from specdec_study.analysis.peers import drop_acceptance, peers_summary
 from specdec_study.analysis.replay import continuation_summary
 from specdec_study.analysis.single import baseline_headline, headline_pair
 from specdec_study.analysis.speculative_sampling import temperature_headline
 from specdec_study.analysis.summary import summarize
 from specdec_study.analysis.sweep import sweep_summary
+from specdec_study.results import catalog
 from specdec_study.results.declare import BASELINE
 from specdec_study.results.store import ExperimentResult
 
@@ -87,17 +87,21 @@ def _single(rows: list[dict], cfg: dict[str, Any], stated: dict[str, Any]) -> di
     return {"arms": arms, "headline": headline_pair(arms, arm)}
 
 
-SUMMARIZED = {
+LISTED = {  # the experiments not yet moved to `specdec_study.experiments`
     "baseline": _single,
     "bigram": _single,
     "transformer_draft": _single,
     "context_sweep": lambda rows, cfg, _: sweep_summary(rows, cfg),
     "context_sweep_nocache": lambda rows, cfg, _: sweep_summary(rows, cfg),
-    "k_sweep": lambda rows, cfg, _: k_sweep_summary(rows, summarize(rows), cfg),
     "sampling": _sampling,
     "peers": _peers,
     "agreement": _agreement,
     "implementations": lambda rows, cfg, _: implementations_summary(rows, cfg),
+}
+# experiment -> its summary from rows: an experiment module's declaration carries it
+SUMMARIZED = {
+    **LISTED,
+    **{n: e.summarize for n, (_, e) in catalog.declared().items() if e.summarize is not None},
 }
 
 _CACHE: dict[int, tuple[ExperimentResult, dict[str, Any]]] = {}

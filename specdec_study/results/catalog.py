@@ -1,20 +1,27 @@
-"""What the study consists of: the one list of notebooks, each naming the declarations of the
-experiments (result directories, `results/SCHEMA.md`) it runs, in the order `make evaluate` runs
-them. The Makefile, the notebook generator, the study, the readings, the book and the tests read
-it here. Each experiment declares itself (`results.declare.Experiment`) in its own torch-free
-analysis module, imported here plainly; this module knows only which those are and their order.
+"""What the study consists of: the notebooks, each naming the declarations of the experiments
+(result directories, `results/SCHEMA.md`) it runs, in the order `make evaluate` runs them
+(`STUDY`, by notebook name). The Makefile, the notebook generator, the study, the readings, the
+book and the tests read it here.
+
+The notebooks are found, not listed: every module of the `specdec_study.experiments` package is
+imported (`modules`) and the `NOTEBOOK` of each that leads one is collected (`discovered`). No
+name is looked up from a string: the package's folder is the list. Experiments not yet moved
+there are declared in their torch-free analysis module and listed in `LISTED` below.
 
 `python -m specdec_study.results.catalog` prints the notebook names, one per line (the Makefile).
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Sequence
+from types import ModuleType
 
+from specdec_study import experiments
 from specdec_study.analysis import (
     agreement,
     implementations,
-    k_sweep,
     peers,
     speculative_sampling,
     single,
@@ -30,11 +37,36 @@ __all__ = [
     "QUICK_PROFILE",
     "STUDY",
     "declared",
+    "discovered",
     "experiment",
     "notebook_of",
 ]
 
-STUDY: tuple[Notebook, ...] = (
+
+def modules(package: ModuleType = experiments) -> list[ModuleType]:
+    """Every module of the experiments package, imported, in the order of their names."""
+    found = sorted(info.name for info in pkgutil.iter_modules(package.__path__))
+    return [importlib.import_module(f"{package.__name__}.{name}") for name in found]
+
+
+def discovered(package: ModuleType = experiments) -> tuple[Notebook, ...]:
+    """The notebooks the experiment modules lead (each module's `NOTEBOOK`, where it has one)."""
+    return tuple(
+        m.NOTEBOOK for m in modules(package) if isinstance(getattr(m, "NOTEBOOK", None), Notebook)
+    )
+
+
+def ordered(notebooks: Sequence[Notebook]) -> tuple[Notebook, ...]:
+    """The notebooks in the order of their names (`01_baseline` first); a name twice is
+    refused."""
+    names = [nb.name for nb in notebooks]
+    if twice := sorted({n for n in names if names.count(n) > 1}):
+        raise ValueError(f"notebook declared twice: {', '.join(twice)}")
+    return tuple(sorted(notebooks, key=lambda nb: nb.name))
+
+
+# the notebooks of the experiments not yet moved to the `experiments` package
+LISTED: tuple[Notebook, ...] = (
     Notebook(
         "01_baseline",
         "Autoregressive baseline",
@@ -82,15 +114,6 @@ STUDY: tuple[Notebook, ...] = (
         ),
     ),
     Notebook(
-        "05_k_sweep",
-        "Draft length K",
-        "The transformer draft at each K of the profile (`ks`): measured speedup beside "
-        "Leviathan et al.'s prediction from the measured acceptance and cost ratio, and an "
-        "adaptive-K schedule (longer after a fully accepted draft, shorter after an early "
-        "rejection). Writes `k_sweep/`.",
-        (k_sweep.k_sweep,),
-    ),
-    Notebook(
         "06_sampling",
         "Speculative sampling",
         "Temperatures 0.7 and 1.0 with lossless speculative sampling: acceptance and speedup, "
@@ -109,6 +132,7 @@ STUDY: tuple[Notebook, ...] = (
         (peers.peers,),
     ),
 )
+STUDY: tuple[Notebook, ...] = ordered((*LISTED, *discovered()))
 # The quick path (notebook 00_quick, profile colab-t4-quick): the three experiments that decide
 # H1-H4 on the real pair, in one Colab sitting. Not part of STUDY (its experiments are 04's, so
 # `make evaluate` runs them there); the notebook generator renders it beside the study's.

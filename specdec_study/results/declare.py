@@ -5,17 +5,21 @@ profile names none; and a notebook (name, title, text, the experiments it runs).
 every study summary has (`StudySummary`) and every study config has (`StudyConfig`, and the
 paired and single-context configs several experiments share). Stdlib only.
 
-A declaration is data, read by the torch-free half (catalog, readings, schema, the book). What
-runs an experiment and builds its config (`runner.experiments.RUNNERS`) and what draws each
-figure (`reporting.figures.declared.DRAWINGS`) sit in the layers that own them, which import
-the declarations, never the other way round.
+A declaration is data, read by the torch-free half (catalog, readings, schema, the book). An
+experiment of the `specdec_study.experiments` package also carries its own code in it: its
+config and run (`build_config`, `run`: functions of a `runner.lab.Lab`, which the runner hands
+them, so that the module imports no runner and no torch), its summary from rows (`summarize`)
+and each figure's drawing (`Figure.draw`). For an experiment not yet moved there, what runs it
+(`runner.experiments.RUNNERS`) and what draws each figure
+(`reporting.figures.declared.DRAWINGS`) sit in the layers that own them.
 
-Knows nothing about any particular experiment (each declares itself in its analysis module) nor
-about the order of the study (`results.catalog` has the one list).
+Knows nothing about any particular experiment nor about the order of the study
+(`results.catalog` finds the notebooks).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -89,6 +93,10 @@ class Figure:
 
     file: str
     caption: str
+    # (summary, rows) -> matplotlib Figure or None; None here: bound in `DRAWINGS` instead
+    draw: Callable[[dict[str, Any], Sequence[dict[str, Any]]], Any] | None = field(
+        default=None, compare=False
+    )
 
     @property
     def stem(self) -> str:
@@ -108,7 +116,13 @@ class Experiment:
     `StudySummary`), refused on write and on read where it differs
     (`results.schema.shape_problem`); None: unchecked. `config_shape`: the shape of its
     config.json (a TypedDict extending `StudyConfig`), refused likewise before it runs and on
-    read (`results.schema.config_problem`); None: unchecked."""
+    read (`results.schema.config_problem`); None: unchecked.
+    `build_config` and `run`: the experiment's config (from the profile alone, loading no model)
+    and its run, each a function of the `runner.lab.Lab` the runner hands it; `summarize`: its
+    summary sections from its rows, (rows, config, stated summary) -> dict (what
+    `analysis.from_rows` checks the book's numbers with). None: the experiment is bound in
+    `runner.experiments.RUNNERS` / `analysis.from_rows.SUMMARIZED` instead (not yet moved to
+    the `experiments` package)."""
 
     name: str
     what: str
@@ -117,6 +131,11 @@ class Experiment:
     defaults: dict[str, Any] | None = field(default=None, hash=False)
     summary: Any = None
     config_shape: Any = None
+    build_config: Callable[[Any], dict[str, Any]] | None = field(default=None, compare=False)
+    run: Callable[[Any], Any] | None = field(default=None, compare=False)
+    summarize: Callable[[list[dict[str, Any]], dict[str, Any], dict[str, Any]], dict[str, Any]] | None = (
+        field(default=None, compare=False)
+    )
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,11 @@
-"""Each declared experiment's run and config functions, by its name: what `study.run_*`, the
+"""Each declared experiment's run and config functions, by its name: what `study.run`, the
 reproduction (`runner.reproduce`), the kept-results check (`runner.keep`) and the estimators
-(`runner.estimate`, `runner.t4`) call. Plain imports of the runner modules (torch loads here).
+(`runner.estimate`, `runner.t4`) call. Torch loads here.
 
-The declarations (`results.catalog`) are data read by the torch-free half; this table binds
-each to the code that runs it, one layer up, so that nothing below the runner names it.
+An experiment of the `specdec_study.experiments` package carries its run and config in its
+declaration, as functions of a `runner.lab.Lab`: `bound` hands them one, and every such
+declaration of the catalog is bound here without being named. The experiments not yet moved
+there keep their line in `LISTED`, a plain import of their runner module.
 Knows nothing about what an experiment measures or how its figures are drawn
 (`reporting.figures.declared.DRAWINGS`).
 """
@@ -13,16 +15,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from specdec_study.results import catalog
+from specdec_study.results.declare import Experiment
 from specdec_study.results.store import ExperimentResult
 from specdec_study.runner import (
     agreement,
     context_sweep,
     implementations,
-    k_sweep,
     peers,
     single,
     speculative_sampling,
 )
+from specdec_study.runner.lab import Lab
 from specdec_study.runner.session import Session
 
 
@@ -34,7 +38,15 @@ class Runner(NamedTuple):
     config: Callable[[Session], dict[str, Any]]
 
 
-RUNNERS: dict[str, Runner] = {
+def bound(e: Experiment) -> Runner:
+    """The run and config of an experiment module's declaration, each handed a `Lab` for it."""
+    run, build_config = e.run, e.build_config
+    if run is None or build_config is None:
+        raise ValueError(f"experiment {e.name} declares no run or no build_config")
+    return Runner(lambda s: run(Lab(s, e)), lambda s: build_config(Lab(s, e)))
+
+
+LISTED: dict[str, Runner] = {
     "baseline": Runner(single.run_baseline, single.baseline_config),
     "bigram": Runner(single.run_bigram, single.bigram_config),
     "transformer_draft": Runner(single.run_transformer_draft, single.transformer_config),
@@ -46,7 +58,10 @@ RUNNERS: dict[str, Runner] = {
     "implementations": Runner(
         implementations.run_implementations, implementations.implementations_config
     ),
-    "k_sweep": Runner(k_sweep.run_k_sweep, k_sweep.k_sweep_config),
     "sampling": Runner(speculative_sampling.run_sampling, speculative_sampling.sampling_config),
     "peers": Runner(peers.run_peers, peers.peers_default_config),
+}
+RUNNERS: dict[str, Runner] = {
+    name: LISTED[name] if name in LISTED else bound(e)
+    for name, (_, e) in catalog.declared().items()
 }

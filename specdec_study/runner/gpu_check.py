@@ -42,8 +42,8 @@ from specdec_lib.errors import SpecdecError
 from specdec_study.runner import real_shapes
 from specdec_study.runner.agreement import run_agreement
 from specdec_study.runner.context_sweep import run_context_sweep
+from specdec_study.runner.experiments import RUNNERS
 from specdec_study.runner.implementations import run_implementations
-from specdec_study.runner.k_sweep import run_k_sweep
 from specdec_study.runner.peers import run_peers
 from specdec_study.runner.prompts import prompts_for
 from specdec_study.runner.session import MODELS, Session, get_drafter, load_target, setup
@@ -74,7 +74,7 @@ def check_identity(study_run: Session) -> dict[str, Any]:
         run_context_sweep,
         lambda s: run_context_sweep(s, use_cache=False),
         run_agreement,
-        run_k_sweep,
+        RUNNERS["k_sweep"].run,
         run_sampling,
         run_peers,
         run_implementations,

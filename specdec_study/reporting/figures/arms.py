@@ -23,7 +23,7 @@ from specdec_study.reporting.figures.style import (
     new_figure,
     records,
 )
-from specdec_study.results.catalog import BASELINE
+from specdec_study.results.declare import BASELINE
 
 MIN_WIDTH = 5.0  # inches: room for a title and a legend beside few bars
 

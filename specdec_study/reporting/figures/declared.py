@@ -35,8 +35,9 @@ CONTEXT = {
     "time_vs_context.png": results.time_vs_context,
     "earlier_style_vs_paired.png": results.earlier_style_vs_paired,
 }
-# experiment -> figure file -> what draws it (each file its declaration names; a test checks)
-DRAWINGS: dict[str, dict[str, Drawing]] = {
+# experiment -> figure file -> what draws it (each file its declaration names; a test checks):
+# an experiment module's figures carry their drawing (`Figure.draw`); the others are listed here
+LISTED: dict[str, dict[str, Drawing]] = {
     "baseline": {"tokens_per_s.png": results.tokens_per_s},
     "bigram": PAIR,
     "transformer_draft": PAIR,
@@ -50,15 +51,17 @@ DRAWINGS: dict[str, dict[str, Drawing]] = {
         "ladder_dose_response.png": results.ladder_dose_response,
     },
     "implementations": {"implementations.png": implementations.implementations_figure},
-    "k_sweep": {
-        "measured_vs_predicted.png": results.measured_vs_predicted,
-        "position_acceptance.png": results.k_sweep_position_acceptance,
-    },
     "sampling": {
         "sampling_speedup.png": results.sampling_speedup,
         "distribution_check.png": results.distribution_check,
     },
     "peers": {"peers_speed.png": results.peers},
+}
+DRAWINGS: dict[str, dict[str, Drawing]] = {
+    name: LISTED[name]
+    if name in LISTED
+    else {f.file: f.draw for f in e.figures if f.draw is not None}
+    for name, (_, e) in catalog.declared().items()
 }
 
 
@@ -75,7 +78,7 @@ def draw(
     for figure in declaration(experiment).figures:
         if files is not None and figure.file not in files:
             continue
-        fig = DRAWINGS[experiment][figure.file](summary, rows)
+        fig = (figure.draw or DRAWINGS[experiment][figure.file])(summary, rows)
         if fig is not None:
             save(fig, d / figure.file)
             out.append(d / figure.file)
@@ -91,7 +94,8 @@ def alt_text(file: str, experiments: Sequence[str] = ()) -> str | None:
     for e in ordered:
         for figure in e.figures:
             if figure.file == file:
-                doc = (DRAWINGS[e.name][figure.file].__doc__ or "").strip()
+                drawing = figure.draw or DRAWINGS[e.name][figure.file]
+                doc = (drawing.__doc__ or "").strip()
                 return " ".join(doc.split("\n\n")[0].split()) or None
     return None
 

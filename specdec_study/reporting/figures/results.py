@@ -18,7 +18,6 @@ from specdec_study.reporting.figures import arms as arm_figures
 from specdec_study.reporting.figures import context_length as context_figures
 
 Rows = Sequence[dict[str, Any]]
-K_SWEEP_ARMS = ("k2", "k4", "k8", "adaptive")  # the K sweep's acceptance-per-position arms
 
 
 def tokens_per_s(summary: dict[str, Any], rows: Rows) -> Any:
@@ -34,13 +33,6 @@ def speedup(summary: dict[str, Any], rows: Rows) -> Any:
 def position_acceptance(summary: dict[str, Any], rows: Rows) -> Any:
     """Line chart of the acceptance at each draft position given the earlier ones, per arm."""
     return arm_figures.position_acceptance(summary["arms"])
-
-
-def k_sweep_position_acceptance(summary: dict[str, Any], rows: Rows) -> Any:
-    """Line chart of the acceptance at each draft position for K = 2, 4, 8 and adaptive K."""
-    return arm_figures.position_acceptance(
-        {k: v for k, v in summary["arms"].items() if k in K_SWEEP_ARMS}
-    )
 
 
 def accepted_histogram(summary: dict[str, Any], rows: Rows) -> Any:
@@ -97,11 +89,6 @@ def ladder_dose_response(summary: dict[str, Any], rows: Rows) -> Any:
 def replay_vs_context(summary: dict[str, Any], rows: Rows) -> Any:
     """Each draft's replayed tokens per call and acceptance against context length."""
     return context_figures.replay_vs_context(summary.get("continuation") or {})
-
-
-def measured_vs_predicted(summary: dict[str, Any], rows: Rows) -> Any:
-    """Measured speedup against draft length K beside the predicted speedups."""
-    return arm_figures.measured_vs_predicted(summary)
 
 
 def sampling_speedup(summary: dict[str, Any], rows: Rows) -> Any:

@@ -1,20 +1,48 @@
-"""The K sweep's summary (05): per fixed K the measured speedup beside Leviathan et al.'s
-prediction (per arm, calibrated, and pooled: one acceptance a and one cost ratio c for the pair,
-the medians over the fixed-K arms), the best K measured and predicted, and the adaptive-K arm;
-and its declared shape (`KSweepSummary`).
+"""05: the transformer draft at each K of the profile beside Leviathan et al.'s predicted speedup,
+and an adaptive-K schedule, paired with the baseline on the same prompts.
 
-Torch-free; knows nothing about how the rows were measured or where they are written.
+The whole experiment: its notebook, its declaration, the shapes of its config.json and
+summary.json, its config and run (given a `runner.lab.Lab`), its summary (per fixed K the
+measured speedup beside the prediction per arm, calibrated, and pooled: one acceptance a and one
+cost ratio c for the pair, the medians over the fixed-K arms; the best K measured and
+predicted; the adaptive-K arm) and its figures. Imports no runner and no torch.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
-from specdec_study.analysis.summary import ArmSummary, Num, PointCI, SpeedupColumns, point
+from specdec_study.analysis.summary import (
+    ArmSummary,
+    Num,
+    PointCI,
+    SpeedupColumns,
+    point,
+    summarize,
+)
 from specdec_study.analysis.theory import best_k, expected_speedup
-from specdec_study.results.declare import Experiment, Figure, SingleContextConfig, StudySummary
+from specdec_study.reporting.figures import arms as arm_figures
+from specdec_study.results.declare import (
+    BASELINE,
+    Experiment,
+    Figure,
+    Notebook,
+    SingleContextConfig,
+    StudySummary,
+)
+
+if TYPE_CHECKING:
+    from specdec_study.results.store import ExperimentResult
+    from specdec_study.runner.execute import Progress, Run
+    from specdec_study.runner.lab import Lab
+
+ADAPTIVE_ARMS = ("k2", "k4", "k8", "adaptive")  # the arms of the acceptance-per-position figure
+
+
+# --------------------------------------------------------------------------- shapes
 
 
 class KRow(SpeedupColumns):
@@ -77,6 +105,53 @@ class KSweepConfig(SingleContextConfig):
 
     ks: list[int]
     adaptive: AdaptiveKConfig
+
+
+# --------------------------------------------------------------------------- config and run
+
+
+def config(lab: Lab) -> dict[str, Any]:
+    """05's config: the transformer draft at each K and the adaptive schedule's bounds."""
+    e = lab.section()
+    spec = lab.profile["drafts"]["transformer"]
+    ks = [int(k) for k in e["ks"]]
+    ad = e.get("adaptive", {}) or {}
+    arms_cfg = {f"k{k}": spec for k in ks}
+    arms_cfg["adaptive"] = f"adaptive:{spec}"
+    return {
+        **lab.base_config(),
+        "n_prompts": int(e["n_prompts"]),
+        "context_tokens": int(e["context_tokens"]),
+        "max_new_tokens": int(e["max_new_tokens"]),
+        "ks": ks,
+        "adaptive": {
+            "k_start": int(ad.get("k_start", 4)),
+            "k_min": int(ad.get("k_min", 1)),
+            "k_max": int(ad.get("k_max", max(ks))),
+        },
+        "arms": {BASELINE: "none", **arms_cfg},
+    }
+
+
+def run(lab: Lab) -> ExperimentResult:
+    """05: the transformer draft at K = 1..8 beside Leviathan's predicted speedup, and an
+    adaptive-K schedule."""
+    cfg = config(lab)
+    return lab.execute(cfg, lambda on_row: _measure(lab, cfg, on_row))
+
+
+def _measure(lab: Lab, cfg: dict[str, Any], on_row: Progress) -> Run:
+    loaded = lab.load_target()
+    spec = lab.profile["drafts"]["transformer"]
+    arms = [lab.arm(loaded, BASELINE, "none", 1)]
+    arms += [lab.arm(loaded, f"k{k}", spec, k) for k in cfg["ks"]]
+    arms.append(lab.arm(loaded, "adaptive", f"adaptive:{spec}", cfg["adaptive"]["k_max"]))
+    prompts = lab.prompts(loaded, cfg["n_prompts"], cfg["context_tokens"])
+    rows = lab.paired(arms, prompts, cfg, progress="k sweep", on_row=on_row)
+    return lab.result(rows, k_sweep_summary(rows, summarize(rows), cfg))
+
+
+# --------------------------------------------------------------------------- summary
 
 
 def k_row(k: int, s: dict[str, Any]) -> dict[str, Any]:
@@ -150,6 +225,28 @@ def k_sweep_summary(
     return {"arms": arms, "ks": ks, "table": table, "adaptive": adaptive, "headline": headline}
 
 
+def from_rows(
+    rows: list[dict[str, Any]], cfg: dict[str, Any], stated: dict[str, Any]
+) -> dict[str, Any]:
+    """The summary the stored rows give (`analysis.from_rows`): the run's own summary."""
+    return k_sweep_summary(rows, summarize(rows), cfg)
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def measured_vs_predicted(summary: dict[str, Any], rows: Sequence[dict[str, Any]]) -> Any:
+    """Measured speedup against draft length K beside the predicted speedups."""
+    return arm_figures.measured_vs_predicted(summary)
+
+
+def position_acceptance(summary: dict[str, Any], rows: Sequence[dict[str, Any]]) -> Any:
+    """Line chart of the acceptance at each draft position for K = 2, 4, 8 and adaptive K."""
+    return arm_figures.position_acceptance(
+        {k: v for k, v in summary["arms"].items() if k in ADAPTIVE_ARMS}
+    )
+
+
 # --------------------------------------------------------------------------- declaration
 
 k_sweep = Experiment(
@@ -165,12 +262,27 @@ k_sweep = Experiment(
             "predictions from the measured acceptance and cost ratio; the dash-dotted line is "
             "adaptive K. Look at "
             "where the measured curve peaks and how far the predictions sit from it.",
+            draw=measured_vs_predicted,
         ),
         Figure(
             "position_acceptance.png",
             "Probability that draft position i is accepted given that positions "
             "1..i-1 were. A flat line is what the i.i.d. model behind Leviathan et al.'s "
             "prediction assumes; a falling one means long drafts pay off less than predicted.",
+            draw=position_acceptance,
         ),
     ),
+    build_config=config,
+    run=run,
+    summarize=from_rows,
+)
+
+NOTEBOOK = Notebook(
+    "05_k_sweep",
+    "Draft length K",
+    "The transformer draft at each K of the profile (`ks`): measured speedup beside "
+    "Leviathan et al.'s prediction from the measured acceptance and cost ratio, and an "
+    "adaptive-K schedule (longer after a fully accepted draft, shorter after an early "
+    "rejection). Writes `k_sweep/`.",
+    (k_sweep,),
 )

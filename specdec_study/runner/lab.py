@@ -1,0 +1,89 @@
+"""What an experiment module of `specdec_study.experiments` runs with: the session and the
+runner's services (the target, arms, prompts, paired runs, `execute`), bound to the
+experiment's declaration. The runner hands a `Lab` to the declaration's `build_config` and
+`run` (`runner.experiments.RUNNERS`), so that an experiment module imports no runner module and
+no torch: the catalog, which imports every experiment module, stays torch-free and below the
+runner (no import cycle through `runner.session`, which reads the declarations' defaults).
+
+Knows nothing about what any experiment measures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from specdec_lib.data import Prompt
+from specdec_lib.measure.paired import Arm
+from specdec_lib.models import LoadedModel
+from specdec_study.results.declare import Experiment
+from specdec_study.results.store import ExperimentResult
+from specdec_study.runner.execute import Progress, Run, execute, paired_by_config
+from specdec_study.runner.prompts import prompts_for
+from specdec_study.runner.session import Session, base_config, load_target, make_arm
+
+
+class Lab:
+    """One experiment's view of a session: its profile section, the keys every config starts
+    with, the target, arms and prompts, the paired run and the one path that reuses, computes
+    and publishes its result."""
+
+    def __init__(self, study: Session, experiment: Experiment):
+        self.study = study
+        self.experiment = experiment
+
+    @property
+    def name(self) -> str:
+        """The experiment's name (its result directory)."""
+        return self.experiment.name
+
+    @property
+    def profile(self) -> dict[str, Any]:
+        """The session's profile."""
+        return self.study.profile
+
+    def section(self) -> dict[str, Any]:
+        """The profile's section for the experiment (its declared defaults under it), with the
+        notebook's overrides (`Session.exp`)."""
+        return self.study.exp(self.name)
+
+    def base_config(self) -> dict[str, Any]:
+        """The keys every config starts with (`runner.session.base_config`)."""
+        return base_config(self.study, self.name)
+
+    def execute(
+        self, config: dict[str, Any], compute: Callable[[Progress], Run]
+    ) -> ExperimentResult:
+        """Reuse the stored result for `config`, or compute and publish it (`runner.execute`)."""
+        return execute(self.study, self.name, config, compute)
+
+    def load_target(self) -> LoadedModel:
+        """The profile's target, loaded once per process."""
+        return load_target(self.study)
+
+    def arm(self, loaded: LoadedModel, name: str, spec: str, k: int, **kwargs: Any) -> Arm:
+        """An arm named `name` drafting with `spec` at K (`runner.session.make_arm`)."""
+        return make_arm(self.study, loaded, name, spec, k, **kwargs)
+
+    def prompts(self, loaded: LoadedModel, n: int, context: int, **kwargs: Any) -> list[Prompt]:
+        """The profile's `n` prompts of `context` eval tokens (`runner.prompts.prompts_for`)."""
+        return prompts_for(self.study, loaded, n, context, **kwargs)
+
+    @staticmethod
+    def paired(
+        arms: list[Arm],
+        prompts: Sequence[Any],
+        cfg: dict[str, Any],
+        *,
+        progress: str,
+        on_row: Progress,
+    ) -> list[dict[str, Any]]:
+        """The arms over the prompts, paired and interleaved, resumable (`paired_by_config`)."""
+        return paired_by_config(arms, prompts, cfg, progress=progress, on_row=on_row)
+
+    @staticmethod
+    def result(
+        rows: list[dict[str, Any]], summary: dict[str, Any], extra: dict[str, Any] | None = None
+    ) -> Run:
+        """What a computation hands `execute` to publish."""
+        return Run(rows, summary, extra)

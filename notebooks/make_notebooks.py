@@ -58,7 +58,7 @@ def generated_from() -> str:
 COMMIT_RE = re.compile(r'SPECDEC_COMMIT = \\?"([\w./-]+)\\?"')
 # what a Colab run executes from its clone: a change here after the recorded commit needs the
 # notebooks regenerated (and committed) so that the clone runs it
-WATCHED = ("specdec_lib", "profiles", "requirements-colab.txt")
+WATCHED = ("specdec_lib", "specdec_study", "profiles", "requirements-colab.txt")
 
 
 def changed_since(commit: str, root: Path = HERE.parent) -> list[str]:

@@ -16,7 +16,7 @@ experiments in `specdec_study.results.catalog`; notebooks, the gpu-check and the
 types (`runner.experiments.RUNNERS`, which binds every experiment module of
 `specdec_study.experiments` unnamed). The `run_*` functions are the unmoved runner modules' own,
 imported here by name; `run_k_sweep` stays until the notebooks call `run` (see
-DESIGN-experiments.md).
+specdec_study/experiments/README.md).
 `python -m specdec_study.study download` is `make download` (`environment.hub`).
 """
 

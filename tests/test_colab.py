@@ -390,7 +390,13 @@ def test_a_change_after_the_pinned_commit_is_found_and_others_are_not(tmp_path, 
         return done.stdout.strip()
 
     git("init", "-q")
-    for path in ("specdec_lib/x.py", "profiles/p.yaml", "requirements-colab.txt", "README.md"):
+    for path in (
+        "specdec_lib/x.py",
+        "specdec_study/y.py",
+        "profiles/p.yaml",
+        "requirements-colab.txt",
+        "README.md",
+    ):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text("one\n")
     git("add", ".")
@@ -399,7 +405,12 @@ def test_a_change_after_the_pinned_commit_is_found_and_others_are_not(tmp_path, 
     (tmp_path / "README.md").write_text("two\n")
     git("commit", "-qam", "docs only")
     assert mk.changed_since(pinned, tmp_path) == []
-    for path in ("specdec_lib/x.py", "profiles/p.yaml", "requirements-colab.txt"):
+    for path in (
+        "specdec_lib/x.py",
+        "specdec_study/y.py",
+        "profiles/p.yaml",
+        "requirements-colab.txt",
+    ):
         (tmp_path / path).write_text("two\n")
         git("commit", "-qam", f"change {path}")
         assert path in mk.changed_since(pinned, tmp_path)

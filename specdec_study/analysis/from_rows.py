@@ -16,7 +16,6 @@ from typing import Any
 
 from specdec_study.analysis.agreement import agreement_summary
 from specdec_study.analysis.implementations import implementations_summary
-from specdec_study.analysis.peers import drop_acceptance, peers_summary
 from specdec_study.analysis.replay import continuation_summary
 from specdec_study.analysis.single import baseline_headline, headline_pair
 from specdec_study.analysis.speculative_sampling import temperature_headline
@@ -69,16 +68,6 @@ def _sampling(rows: list[dict], cfg: dict[str, Any], stated: dict[str, Any]) -> 
     return {"by_temperature": by_t, "headline": headline}
 
 
-def _peers(rows: list[dict], cfg: dict[str, Any], stated: dict[str, Any]) -> dict[str, Any]:
-    for r in rows:
-        if r["draft"] == "hf:greedy":
-            r["k"] = 0
-    arms = summarize(rows)
-    drop_acceptance(arms)
-    n = len({r["prompt"] for r in rows})
-    return peers_summary(rows, arms, n, stated.get("peers_error"))
-
-
 def _single(rows: list[dict], cfg: dict[str, Any], stated: dict[str, Any]) -> dict[str, Any]:
     arms = summarize(rows)
     arm = (stated.get("headline") or {}).get("arm")
@@ -94,7 +83,6 @@ LISTED = {  # the experiments not yet moved to `specdec_study.experiments`
     "context_sweep": lambda rows, cfg, _: sweep_summary(rows, cfg),
     "context_sweep_nocache": lambda rows, cfg, _: sweep_summary(rows, cfg),
     "sampling": _sampling,
-    "peers": _peers,
     "agreement": _agreement,
     "implementations": lambda rows, cfg, _: implementations_summary(rows, cfg),
 }

@@ -22,7 +22,6 @@ from specdec_study import experiments
 from specdec_study.analysis import (
     agreement,
     implementations,
-    peers,
     speculative_sampling,
     single,
     sweep,
@@ -121,15 +120,6 @@ LISTED: tuple[Notebook, ...] = (
         "distribution (total variation distance and a chi-square test over many seeds, beside "
         "the same for plain sampling). Writes `sampling/`.",
         (speculative_sampling.sampling,),
-    ),
-    Notebook(
-        "07_peers",
-        "Hugging Face peers",
-        "Hugging Face `generate`: greedy, prompt lookup (`prompt_lookup_num_tokens`) and "
-        "assisted generation (`assistant_model`) on the same prompts and the same pair, beside "
-        "our baseline, n-gram lookup and transformer draft: speed, and the fraction of outputs "
-        "identical to greedy. Writes `peers/`.",
-        (peers.peers,),
     ),
 )
 STUDY: tuple[Notebook, ...] = ordered((*LISTED, *discovered()))

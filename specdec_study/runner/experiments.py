@@ -22,7 +22,6 @@ from specdec_study.runner import (
     agreement,
     context_sweep,
     implementations,
-    peers,
     single,
     speculative_sampling,
 )
@@ -59,7 +58,6 @@ LISTED: dict[str, Runner] = {
         implementations.run_implementations, implementations.implementations_config
     ),
     "sampling": Runner(speculative_sampling.run_sampling, speculative_sampling.sampling_config),
-    "peers": Runner(peers.run_peers, peers.peers_default_config),
 }
 RUNNERS: dict[str, Runner] = {
     name: LISTED[name] if name in LISTED else bound(e)

@@ -5,7 +5,9 @@ experiment's declaration. The runner hands a `Lab` to the declaration's `build_c
 no torch: the catalog, which imports every experiment module, stays torch-free and below the
 runner (no import cycle through `runner.session`, which reads the declarations' defaults).
 
-Knows nothing about what any experiment measures.
+Beside those, each torch helper that an experiment needs and the runner keeps is one method
+named for what it does (`hf_problem`, `hf_arms`: Hugging Face's arms, `runner.peers`), never a
+hook that calls any function. Knows nothing about what any experiment measures.
 """
 
 from __future__ import annotations
@@ -18,9 +20,17 @@ from specdec_lib.measure.paired import Arm
 from specdec_lib.models import LoadedModel
 from specdec_study.results.declare import Experiment
 from specdec_study.results.store import ExperimentResult
+from specdec_study.runner import peers
 from specdec_study.runner.execute import Progress, Run, execute, paired_by_config
 from specdec_study.runner.prompts import prompts_for
-from specdec_study.runner.session import Session, base_config, load_target, make_arm
+from specdec_study.runner.session import (
+    Session,
+    arm_name,
+    base_config,
+    build_arms,
+    load_target,
+    make_arm,
+)
 
 
 class Lab:
@@ -64,6 +74,28 @@ class Lab:
     def arm(self, loaded: LoadedModel, name: str, spec: str, k: int, **kwargs: Any) -> Arm:
         """An arm named `name` drafting with `spec` at K (`runner.session.make_arm`)."""
         return make_arm(self.study, loaded, name, spec, k, **kwargs)
+
+    def arms(self, loaded: LoadedModel, specs: dict[str, str], k: int) -> list[Arm]:
+        """The baseline first, then one arm per (name -> spec), each at K
+        (`runner.session.build_arms`)."""
+        return build_arms(self.study, loaded, specs, k)
+
+    @staticmethod
+    def arm_name(spec: str) -> str:
+        """A short arm name for a drafter spec (`runner.session.arm_name`):
+        model:google/gemma-3-1b-pt -> gemma-3-1b-pt, self:L:KEEP -> self."""
+        return arm_name(spec)
+
+    @staticmethod
+    def hf_problem() -> str | None:
+        """Why Hugging Face's side (`specdec_lib.measure.huggingface`) cannot run here; None when
+        it can (`runner.peers.peers_problem`; the peers run their own arms only without it)."""
+        return peers.peers_problem()
+
+    def hf_arms(self, loaded: LoadedModel, modes: dict[str, str], k: int) -> list[Arm]:
+        """One arm per (name -> Hugging Face generate mode) on the target at K, assisted
+        generation with the profile's transformer draft (`runner.peers.hf_arms`)."""
+        return peers.hf_arms(self.study, loaded, modes, k)
 
     def prompts(self, loaded: LoadedModel, n: int, context: int, **kwargs: Any) -> list[Prompt]:
         """The profile's `n` prompts of `context` eval tokens (`runner.prompts.prompts_for`)."""

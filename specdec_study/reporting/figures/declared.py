@@ -55,7 +55,6 @@ LISTED: dict[str, dict[str, Drawing]] = {
         "sampling_speedup.png": results.sampling_speedup,
         "distribution_check.png": results.distribution_check,
     },
-    "peers": {"peers_speed.png": results.peers},
 }
 DRAWINGS: dict[str, dict[str, Drawing]] = {
     name: LISTED[name]

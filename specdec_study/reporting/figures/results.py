@@ -100,8 +100,3 @@ def distribution_check(summary: dict[str, Any], rows: Rows) -> Any:
     """Bar chart of the distance between each sampler's first tokens and the target's exact
     distribution, per temperature, with the smallest distance the check detects."""
     return arm_figures.distribution_check(summary)
-
-
-def peers(summary: dict[str, Any], rows: Rows) -> Any:
-    """Bar chart of tokens per second of our decoders and Hugging Face generate."""
-    return arm_figures.peers(summary)

@@ -22,7 +22,6 @@ from specdec_study import experiments
 from specdec_study.analysis import (
     agreement,
     implementations,
-    speculative_sampling,
     single,
     sweep,
 )
@@ -111,15 +110,6 @@ LISTED: tuple[Notebook, ...] = (
             agreement.agreement,
             implementations.implementations,
         ),
-    ),
-    Notebook(
-        "06_sampling",
-        "Speculative sampling",
-        "Temperatures 0.7 and 1.0 with lossless speculative sampling: acceptance and speedup, "
-        "and an empirical check that the first sampled token follows the target's exact "
-        "distribution (total variation distance and a chi-square test over many seeds, beside "
-        "the same for plain sampling). Writes `sampling/`.",
-        (speculative_sampling.sampling,),
     ),
 )
 STUDY: tuple[Notebook, ...] = ordered((*LISTED, *discovered()))

@@ -23,7 +23,6 @@ from specdec_study.runner import (
     context_sweep,
     implementations,
     single,
-    speculative_sampling,
 )
 from specdec_study.runner.lab import Lab
 from specdec_study.runner.session import Session
@@ -57,7 +56,6 @@ LISTED: dict[str, Runner] = {
     "implementations": Runner(
         implementations.run_implementations, implementations.implementations_config
     ),
-    "sampling": Runner(speculative_sampling.run_sampling, speculative_sampling.sampling_config),
 }
 RUNNERS: dict[str, Runner] = {
     name: LISTED[name] if name in LISTED else bound(e)

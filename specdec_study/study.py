@@ -15,8 +15,8 @@ experiments in `specdec_study.results.catalog`; notebooks, the gpu-check and the
 `study.*`. `run(study_run, name)` runs any declared experiment by the name the notebook's cell
 types (`runner.experiments.RUNNERS`, which binds every experiment module of
 `specdec_study.experiments` unnamed). The `run_*` functions are the unmoved runner modules' own,
-imported here by name; `run_k_sweep` stays until the notebooks call `run` (see
-specdec_study/experiments/README.md).
+imported here by name; `run_k_sweep`, `run_sampling` and `run_peers` (the bound runners of
+moved experiments) stay until the notebooks call `run` (see specdec_study/experiments/README.md).
 `python -m specdec_study.study download` is `make download` (`environment.hub`).
 """
 
@@ -53,7 +53,6 @@ from specdec_study.runner.estimate import print_estimate
 from specdec_study.runner.execute import rel
 from specdec_study.runner.experiments import RUNNERS
 from specdec_study.runner.implementations import run_implementations
-from specdec_study.runner.peers import run_peers
 from specdec_study.runner.prompts import prompts_for
 from specdec_study.runner.session import (
     MODELS,
@@ -67,14 +66,16 @@ from specdec_study.runner.session import (
     setup as setup_context,
 )
 from specdec_study.runner.single import run_baseline, run_bigram, run_transformer_draft
-from specdec_study.runner.speculative_sampling import run_sampling
 from specdec_study.runner.teacher_forced import draft_kind, teacher_forced_guesses
 from specdec_study.runner.tiny import tiny_random_model, tiny_tokenizer
 
 EXPERIMENTS = NOTEBOOKS  # notebook -> the result directories it writes (results.catalog)
-# 05 (`specdec_study.experiments.k_sweep`) as the committed notebooks call it, until they are
-# regenerated to call `run(study_run, "k_sweep")` (its declared `call` then says so)
+# 05, 06 and 07 (`specdec_study.experiments.k_sweep`, `.speculative_sampling`, `.peers`) as the
+# committed notebooks call them, until they are regenerated to call `run(study_run, name)` (the
+# declared `call` then says so)
 run_k_sweep = RUNNERS["k_sweep"].run
+run_sampling = RUNNERS["sampling"].run
+run_peers = RUNNERS["peers"].run
 
 __all__ = [
     "CONTROL",

@@ -28,9 +28,9 @@ from specdec_study.analysis.implementations import VARIANTS as IMPL_VARIANTS
 from specdec_study.analysis.implementations import implementations_summary, variant_arms
 from specdec_study.analysis.replay import continuation_summary
 from specdec_study.analysis.single import baseline_headline, headline_pair
-from specdec_study.analysis.speculative_sampling import temperature_rows
 from specdec_study.analysis.summary import summarize
 from specdec_study.experiments.k_sweep import k_row
+from specdec_study.experiments.speculative_sampling import temperature_rows
 from specdec_study.results.schema import declared_config
 from specdec_study.results.store import ResultStore, publish
 
@@ -362,7 +362,7 @@ def _distribution_check() -> dict:
 
 def _sampling(rng) -> tuple[dict, list, dict]:
     """sampling: the self-draft at each temperature (its table's rows are
-    analysis.speculative_sampling.temperature_rows'), no sequence check."""
+    experiments.speculative_sampling.temperature_rows'), no sequence check."""
     rows, table, by_t = [], [], {}
     for t in TEMPERATURES:
         cell = _arm_rows(

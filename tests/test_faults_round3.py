@@ -119,15 +119,15 @@ def all_configs(prof: dict) -> dict[str, str]:
     """Experiment -> the hash of its config under this profile ('refused: ...' when the config
     refuses the profile: a refusal is never a silent reuse)."""
     from specdec_lib.config import config_hash
+    from specdec_study.experiments import peers, speculative_sampling
     from specdec_study.runner import (
         agreement,
         context_sweep,
         implementations,
-        peers,
         single,
-        speculative_sampling,
     )
     from specdec_study.runner.experiments import RUNNERS
+    from specdec_study.runner.lab import Lab
     from specdec_study.runner.session import Session
 
     S = Session(prof, Path("/nonexistent"))
@@ -139,8 +139,8 @@ def all_configs(prof: dict) -> dict[str, str]:
         "context_sweep_nocache": context_sweep.context_sweep_nocache_config,
         "agreement": agreement.agreement_config,
         "k_sweep": RUNNERS["k_sweep"].config,
-        "sampling": speculative_sampling.sampling_config,
-        "peers": lambda S: peers.peers_config(S, None),
+        "sampling": lambda S: speculative_sampling.config(Lab(S, speculative_sampling.sampling)),
+        "peers": lambda S: peers.peers_config(Lab(S, peers.peers), None),
         "implementations": implementations.implementations_config,
     }
     out = {}

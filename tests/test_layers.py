@@ -219,6 +219,8 @@ def test_arrows_run_one_way(layer, must_not_import):
         "specdec_study.results.store",
         "specdec_study.results.catalog",
         "specdec_study.experiments.k_sweep",
+        "specdec_study.experiments.peers",
+        "specdec_study.experiments.speculative_sampling",
         "specdec_study.reporting.readings",
         "specdec_study.reporting.claims",
         "specdec_study.reporting.reproduction_page",

@@ -1,4 +1,4 @@
-"""The peers' summary (`analysis.peers`) on a hand-built world: speed against Hugging Face
+"""The peers' summary (`experiments.peers`) on a hand-built world: speed against Hugging Face
 greedy as the ratio of total times paired by prompt, identity with each greedy reference as the
 share of prompts whose tokens match, and HF's arms stripped of acceptance statistics."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from specdec_study.analysis.peers import drop_acceptance, peers_summary
+from specdec_study.experiments.peers import drop_acceptance, peers_summary
 
 # two prompts; rows listed out of prompt order on purpose
 ROWS = [

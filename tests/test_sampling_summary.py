@@ -1,4 +1,4 @@
-"""The sampling experiment's summary pieces (`analysis.speculative_sampling`): the TVD of two
+"""The sampling experiment's summary pieces (`experiments.speculative_sampling`): the TVD of two
 distributions of different widths, and a drafting method's check, which says it detects its
 unverified drafts only when every prompt's unverified TVD exceeds what the combined test can
 detect."""
@@ -10,7 +10,7 @@ import pytest
 import scipy.stats as sps
 
 from specdec_study.analysis import stats
-from specdec_study.analysis.speculative_sampling import method_check, tvd_between
+from specdec_study.experiments.speculative_sampling import method_check, tvd_between
 
 
 def test_tvd_between_pads_the_narrower_distribution():

@@ -18,7 +18,7 @@ from specdec_lib.core.draft import Draft, Drafter, NoDrafter
 from specdec_lib.core.sampling import make_generator, sample, uniform
 from specdec_lib.core.verify import Verdict, residual
 from specdec_lib.drafters.model import ModelDrafter
-from specdec_study.analysis.speculative_sampling import (
+from specdec_study.experiments.speculative_sampling import (
     sequence_check,
     sequence_family,
     sequence_verdict,

@@ -1,6 +1,6 @@
 """Can the smoke sampling run's distribution check fail? tests/test_notebooks.py asks the smoke
 batch's first-token check to pass (p above 0.1%); this runs the same check, on the same seeds
-(`runner.speculative_sampling._check`: the baseline, then the self-draft and bigram arms,
+(`experiments.speculative_sampling._check`: the baseline, then the self-draft and bigram arms,
 K = 1), on the smoke profile's tiny target with the smoke counts (2 prompts x 200 samples), with
 the library's verifier and with a broken one that accepts every draft, and says what that
 assertion can and cannot see.
@@ -41,7 +41,8 @@ from specdec_lib.core import decode
 from specdec_lib.core.sampling import sample
 from specdec_lib.core.verify import Verdict
 from specdec_study import study
-from specdec_study.runner import speculative_sampling as sampling
+from specdec_study.experiments import speculative_sampling as sampling
+from specdec_study.runner.lab import Lab
 from specdec_study.runner.prompts import prompts_for
 from specdec_study.runner.session import Session, build_arms, load_target
 
@@ -61,16 +62,17 @@ def smoke_check(tmp_path_factory):
     S = Session(study.load_profile("smoke"), tmp_path_factory.mktemp("results"))
     threads = torch.get_num_threads()
     torch.set_num_threads(S.profile["threads"])  # as the smoke batch runs (one thread)
-    cfg = sampling.sampling_config(S)
+    lab = Lab(S, sampling.sampling)
+    cfg = sampling.config(lab)
     loaded = load_target(S)
-    arms = build_arms(S, loaded, sampling.sampling_specs(S), cfg["k"])
+    arms = build_arms(S, loaded, sampling.sampling_specs(lab), cfg["k"])
     prompts = prompts_for(S, loaded, cfg["n_prompts"], cfg["context_tokens"])
 
     def run(verifier, t: float) -> dict:
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(decode, "speculative_verify", verifier)
             check, _ = sampling._check(
-                cfg, arms, prompts, SamplingConfig(temperature=t, seed=cfg["seed"]), t
+                lab, cfg, arms, prompts, SamplingConfig(temperature=t, seed=cfg["seed"]), t
             )
         return check
 

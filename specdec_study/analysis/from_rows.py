@@ -16,14 +16,11 @@ from typing import Any
 
 from specdec_study.analysis.agreement import agreement_summary
 from specdec_study.analysis.implementations import implementations_summary
-from specdec_study.analysis.peers import drop_acceptance, peers_summary
 from specdec_study.analysis.replay import continuation_summary
 from specdec_study.analysis.single import baseline_headline, headline_pair
-from specdec_study.analysis.speculative_sampling import temperature_headline
 from specdec_study.analysis.summary import summarize
 from specdec_study.analysis.sweep import sweep_summary
 from specdec_study.results import catalog
-from specdec_study.results.declare import BASELINE
 from specdec_study.results.store import ExperimentResult
 
 TEXT, CONTINUATION = "text", "continuation"  # the agreement's two views (runner.agreement)
@@ -35,10 +32,6 @@ def row_dicts(res: ExperimentResult) -> list[dict[str, Any]]:
         {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in r.items()}
         for r in res.rows.to_dict("records")
     ]
-
-
-def _main_arm(config: dict[str, Any]) -> str:
-    return next(a for a in config.get("arms") or {} if a != BASELINE)
 
 
 def _agreement(rows: list[dict], cfg: dict[str, Any], stated: dict[str, Any]) -> dict[str, Any]:
@@ -57,28 +50,6 @@ def _agreement(rows: list[dict], cfg: dict[str, Any], stated: dict[str, Any]) ->
     return out
 
 
-def _sampling(rows: list[dict], cfg: dict[str, Any], stated: dict[str, Any]) -> dict[str, Any]:
-    by_t, headline = {}, {}
-    checks = stated.get("distribution_check") or {}
-    main = (stated.get("roles") or {}).get("transformer") or _main_arm(cfg)
-    for t in cfg["temperatures"]:
-        arms = summarize([r for r in rows if float(r["temperature"]) == float(t)])
-        by_t[str(t)] = {"arms": arms}
-        checked = cfg["distribution"]["arms"]
-        headline[str(t)] = temperature_headline(arms, checks.get(str(t)) or {}, main, checked)
-    return {"by_temperature": by_t, "headline": headline}
-
-
-def _peers(rows: list[dict], cfg: dict[str, Any], stated: dict[str, Any]) -> dict[str, Any]:
-    for r in rows:
-        if r["draft"] == "hf:greedy":
-            r["k"] = 0
-    arms = summarize(rows)
-    drop_acceptance(arms)
-    n = len({r["prompt"] for r in rows})
-    return peers_summary(rows, arms, n, stated.get("peers_error"))
-
-
 def _single(rows: list[dict], cfg: dict[str, Any], stated: dict[str, Any]) -> dict[str, Any]:
     arms = summarize(rows)
     arm = (stated.get("headline") or {}).get("arm")
@@ -93,8 +64,6 @@ LISTED = {  # the experiments not yet moved to `specdec_study.experiments`
     "transformer_draft": _single,
     "context_sweep": lambda rows, cfg, _: sweep_summary(rows, cfg),
     "context_sweep_nocache": lambda rows, cfg, _: sweep_summary(rows, cfg),
-    "sampling": _sampling,
-    "peers": _peers,
     "agreement": _agreement,
     "implementations": lambda rows, cfg, _: implementations_summary(rows, cfg),
 }

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from specdec_study.analysis.speculative_sampling import sequence_family
+from specdec_study.experiments.speculative_sampling import sequence_family
 from specdec_study.reporting.format import md_code, md_text
 from specdec_study.reporting.format import md_table as markdown_table
 from specdec_study.results import catalog
@@ -360,7 +360,7 @@ def _extra_tables(summary: dict) -> list[str]:
                 })  # fmt: skip
         out.append("Positions 1..m against the target's exact conditionals (tested tokens per "
                    "verifier path; verdict rule in "
-                   "`analysis.speculative_sampling.sequence_verdict`, all checks one Bonferroni "
+                   "`experiments.speculative_sampling.sequence_verdict`, all checks one Bonferroni "
                    "family, `sequence_family`):\n\n"
                    + md_table(rows))  # fmt: skip
     return out

@@ -22,8 +22,6 @@ from specdec_study import experiments
 from specdec_study.analysis import (
     agreement,
     implementations,
-    peers,
-    speculative_sampling,
     single,
     sweep,
 )
@@ -112,24 +110,6 @@ LISTED: tuple[Notebook, ...] = (
             agreement.agreement,
             implementations.implementations,
         ),
-    ),
-    Notebook(
-        "06_sampling",
-        "Speculative sampling",
-        "Temperatures 0.7 and 1.0 with lossless speculative sampling: acceptance and speedup, "
-        "and an empirical check that the first sampled token follows the target's exact "
-        "distribution (total variation distance and a chi-square test over many seeds, beside "
-        "the same for plain sampling). Writes `sampling/`.",
-        (speculative_sampling.sampling,),
-    ),
-    Notebook(
-        "07_peers",
-        "Hugging Face peers",
-        "Hugging Face `generate`: greedy, prompt lookup (`prompt_lookup_num_tokens`) and "
-        "assisted generation (`assistant_model`) on the same prompts and the same pair, beside "
-        "our baseline, n-gram lookup and transformer draft: speed, and the fraction of outputs "
-        "identical to greedy. Writes `peers/`.",
-        (peers.peers,),
     ),
 )
 STUDY: tuple[Notebook, ...] = ordered((*LISTED, *discovered()))

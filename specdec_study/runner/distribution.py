@@ -23,7 +23,7 @@ from specdec_lib.core.sampling import logits_to_probs, make_generator
 from specdec_lib.core.verify import pad_vocab
 from specdec_lib.errors import SpecdecError
 from specdec_study.analysis import stats
-from specdec_study.analysis.speculative_sampling import method_check, sequence_check, tvd_between
+from specdec_study.experiments.speculative_sampling import method_check, sequence_check, tvd_between
 
 
 class _Recording:
@@ -305,7 +305,7 @@ def sequence_checks(
     """Per method (the baseline, then the drafts): `cfg["n_samples"]` decode runs of
     `cfg["positions"]` tokens after prompt on the method's own seeds, tested at every position
     against the target's exact conditionals, with what the test detects and how many tested
-    tokens each verifier path produced; `analysis.speculative_sampling.sequence_check` gives the
+    tokens each verifier path produced; `experiments.speculative_sampling.sequence_check` gives the
     verdict."""
     out: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []

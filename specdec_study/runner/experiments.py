@@ -22,9 +22,7 @@ from specdec_study.runner import (
     agreement,
     context_sweep,
     implementations,
-    peers,
     single,
-    speculative_sampling,
 )
 from specdec_study.runner.lab import Lab
 from specdec_study.runner.session import Session
@@ -58,8 +56,6 @@ LISTED: dict[str, Runner] = {
     "implementations": Runner(
         implementations.run_implementations, implementations.implementations_config
     ),
-    "sampling": Runner(speculative_sampling.run_sampling, speculative_sampling.sampling_config),
-    "peers": Runner(peers.run_peers, peers.peers_default_config),
 }
 RUNNERS: dict[str, Runner] = {
     name: LISTED[name] if name in LISTED else bound(e)

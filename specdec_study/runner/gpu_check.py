@@ -44,11 +44,9 @@ from specdec_study.runner.agreement import run_agreement
 from specdec_study.runner.context_sweep import run_context_sweep
 from specdec_study.runner.experiments import RUNNERS
 from specdec_study.runner.implementations import run_implementations
-from specdec_study.runner.peers import run_peers
 from specdec_study.runner.prompts import prompts_for
 from specdec_study.runner.session import MODELS, Session, get_drafter, load_target, setup
 from specdec_study.runner.single import run_baseline, run_bigram, run_transformer_draft
-from specdec_study.runner.speculative_sampling import run_sampling
 
 PROFILE = "smoke-pair"
 DEFAULT_OUT = ROOT / "results" / "gpu-check" / "report.json"
@@ -75,8 +73,8 @@ def check_identity(study_run: Session) -> dict[str, Any]:
         lambda s: run_context_sweep(s, use_cache=False),
         run_agreement,
         RUNNERS["k_sweep"].run,
-        run_sampling,
-        run_peers,
+        RUNNERS["sampling"].run,
+        RUNNERS["peers"].run,
         run_implementations,
     ]
     for run in runs:

@@ -5,7 +5,10 @@ experiment's declaration. The runner hands a `Lab` to the declaration's `build_c
 no torch: the catalog, which imports every experiment module, stays torch-free and below the
 runner (no import cycle through `runner.session`, which reads the declarations' defaults).
 
-Knows nothing about what any experiment measures.
+Beside those, each torch helper that an experiment needs and the runner keeps is one method
+named for what it does (`hf_problem`, `hf_arms`: Hugging Face's arms, `runner.peers`;
+`distribution_checks`, `sequence_checks`: the sampling checks, `runner.distribution`), never a
+hook that calls any function. Knows nothing about what any experiment measures.
 """
 
 from __future__ import annotations
@@ -13,14 +16,23 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from specdec_lib.config import SamplingConfig
 from specdec_lib.data import Prompt
 from specdec_lib.measure.paired import Arm
 from specdec_lib.models import LoadedModel
 from specdec_study.results.declare import Experiment
-from specdec_study.results.store import ExperimentResult
-from specdec_study.runner.execute import Progress, Run, execute, paired_by_config
+from specdec_study.results.store import Checkpoint, ExperimentResult
+from specdec_study.runner import distribution, peers
+from specdec_study.runner.execute import Progress, Run, execute, paired
 from specdec_study.runner.prompts import prompts_for
-from specdec_study.runner.session import Session, base_config, load_target, make_arm
+from specdec_study.runner.session import (
+    Session,
+    arm_name,
+    base_config,
+    build_arms,
+    load_target,
+    make_arm,
+)
 
 
 class Lab:
@@ -65,6 +77,54 @@ class Lab:
         """An arm named `name` drafting with `spec` at K (`runner.session.make_arm`)."""
         return make_arm(self.study, loaded, name, spec, k, **kwargs)
 
+    def arms(self, loaded: LoadedModel, specs: dict[str, str], k: int) -> list[Arm]:
+        """The baseline first, then one arm per (name -> spec), each at K
+        (`runner.session.build_arms`)."""
+        return build_arms(self.study, loaded, specs, k)
+
+    @staticmethod
+    def arm_name(spec: str) -> str:
+        """A short arm name for a drafter spec (`runner.session.arm_name`):
+        model:google/gemma-3-1b-pt -> gemma-3-1b-pt, self:L:KEEP -> self."""
+        return arm_name(spec)
+
+    @staticmethod
+    def hf_problem() -> str | None:
+        """Why Hugging Face's side (`specdec_lib.measure.huggingface`) cannot run here; None when
+        it can (`runner.peers.peers_problem`; the peers run their own arms only without it)."""
+        return peers.peers_problem()
+
+    def hf_arms(self, loaded: LoadedModel, modes: dict[str, str], k: int) -> list[Arm]:
+        """One arm per (name -> Hugging Face generate mode) on the target at K, assisted
+        generation with the profile's transformer draft (`runner.peers.hf_arms`)."""
+        return peers.hf_arms(self.study, loaded, modes, k)
+
+    @staticmethod
+    def distribution_checks(
+        gens: dict[str, tuple[Any, int]],
+        prompts: Sequence[Any],
+        sampling: SamplingConfig,
+        n_samples: int,
+        t: float,
+        checkpoint: Checkpoint | None = None,
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Per method (name -> (generator, K)): whether its first sampled token follows the
+        target's exact distribution over `n_samples` seeds a prompt, and the rows of samples
+        (`runner.distribution.distribution_checks`; resumable per method and prompt)."""
+        return distribution.distribution_checks(gens, prompts, sampling, n_samples, t, checkpoint)
+
+    @staticmethod
+    def sequence_checks(
+        gens: dict[str, tuple[Any, int]],
+        prompt: Sequence[int],
+        sampling: SamplingConfig,
+        cfg: dict[str, Any],
+        t: float,
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Per method (name -> (generator, K)): its tokens at positions 1..m after `prompt`
+        against the target's exact conditionals (`runner.distribution.sequence_checks`)."""
+        return distribution.sequence_checks(gens, prompt, sampling, cfg, t)
+
     def prompts(self, loaded: LoadedModel, n: int, context: int, **kwargs: Any) -> list[Prompt]:
         """The profile's `n` prompts of `context` eval tokens (`runner.prompts.prompts_for`)."""
         return prompts_for(self.study, loaded, n, context, **kwargs)
@@ -77,9 +137,23 @@ class Lab:
         *,
         progress: str,
         on_row: Progress,
+        sampling: SamplingConfig | None = None,
+        warmup: int | None = None,
+        extra_cols: dict[str, Any] | None = None,
     ) -> list[dict[str, Any]]:
-        """The arms over the prompts, paired and interleaved, resumable (`paired_by_config`)."""
-        return paired_by_config(arms, prompts, cfg, progress=progress, on_row=on_row)
+        """The arms over the prompts, paired and interleaved, resumable (`runner.execute.paired`),
+        for the config's `max_new_tokens`; greedy and with the config's `warmup` unless `sampling`
+        or `warmup` say otherwise, each row given the `extra_cols`."""
+        return paired(
+            arms,
+            prompts,
+            max_new_tokens=cfg["max_new_tokens"],
+            warmup=cfg["warmup"] if warmup is None else warmup,
+            sampling=sampling,
+            progress=progress,
+            on_row=on_row,
+            extra_cols=extra_cols,
+        )
 
     @staticmethod
     def result(

@@ -51,11 +51,6 @@ LISTED: dict[str, dict[str, Drawing]] = {
         "ladder_dose_response.png": results.ladder_dose_response,
     },
     "implementations": {"implementations.png": implementations.implementations_figure},
-    "sampling": {
-        "sampling_speedup.png": results.sampling_speedup,
-        "distribution_check.png": results.distribution_check,
-    },
-    "peers": {"peers_speed.png": results.peers},
 }
 DRAWINGS: dict[str, dict[str, Drawing]] = {
     name: LISTED[name]

@@ -89,19 +89,3 @@ def ladder_dose_response(summary: dict[str, Any], rows: Rows) -> Any:
 def replay_vs_context(summary: dict[str, Any], rows: Rows) -> Any:
     """Each draft's replayed tokens per call and acceptance against context length."""
     return context_figures.replay_vs_context(summary.get("continuation") or {})
-
-
-def sampling_speedup(summary: dict[str, Any], rows: Rows) -> Any:
-    """Bar charts of each sampler's speedup and acceptance rate at each temperature."""
-    return arm_figures.sampling_speedup(summary)
-
-
-def distribution_check(summary: dict[str, Any], rows: Rows) -> Any:
-    """Bar chart of the distance between each sampler's first tokens and the target's exact
-    distribution, per temperature, with the smallest distance the check detects."""
-    return arm_figures.distribution_check(summary)
-
-
-def peers(summary: dict[str, Any], rows: Rows) -> Any:
-    """Bar chart of tokens per second of our decoders and Hugging Face generate."""
-    return arm_figures.peers(summary)

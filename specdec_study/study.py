@@ -14,9 +14,9 @@ summaries and each experiment's declaration in `specdec_study.analysis`, and the
 experiments in `specdec_study.results.catalog`; notebooks, the gpu-check and the tests call
 `study.*`. `run(study_run, name)` runs any declared experiment by the name the notebook's cell
 types (`runner.experiments.RUNNERS`, which binds every experiment module of
-`specdec_study.experiments` unnamed). The `run_*` functions are the unmoved runner modules' own,
-imported here by name; `run_k_sweep`, `run_sampling` and `run_peers` (the bound runners of
-moved experiments) stay until the notebooks call `run` (see specdec_study/experiments/README.md).
+`specdec_study.experiments` unnamed). The `run_*` functions, imported here by name, are the
+runner modules' own for the experiments not yet moved into that package
+(`specdec_study/experiments/README.md`); a moved experiment's notebook calls `run`.
 `python -m specdec_study.study download` is `make download` (`environment.hub`).
 """
 
@@ -70,12 +70,6 @@ from specdec_study.runner.teacher_forced import draft_kind, teacher_forced_guess
 from specdec_study.runner.tiny import tiny_random_model, tiny_tokenizer
 
 EXPERIMENTS = NOTEBOOKS  # notebook -> the result directories it writes (results.catalog)
-# 05, 06 and 07 (`specdec_study.experiments.k_sweep`, `.speculative_sampling`, `.peers`) as the
-# committed notebooks call them, until they are regenerated to call `run(study_run, name)` (the
-# declared `call` then says so)
-run_k_sweep = RUNNERS["k_sweep"].run
-run_sampling = RUNNERS["sampling"].run
-run_peers = RUNNERS["peers"].run
 
 __all__ = [
     "CONTROL",
@@ -109,9 +103,6 @@ __all__ = [
     "run_context_sweep",
     "run_context_sweep_nocache",
     "run_implementations",
-    "run_k_sweep",
-    "run_peers",
-    "run_sampling",
     "run_transformer_draft",
     "setup",
     "sweep_config",

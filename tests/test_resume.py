@@ -179,13 +179,13 @@ def test_a_killed_distribution_check_resumes_per_method_and_prompt(tmp_path, mon
     S = study.setup("smoke", results_dir=str(tmp_path / "killed"))
     calls = recording(kill_at=4)  # baseline's two prompts and the first draft arm's first done
     with pytest.raises(Killed):
-        study.run_sampling(S)
+        study.run(S, "sampling")
     finished = set(calls[:3])
     calls = recording(kill_at=None)
-    study.run_sampling(S)
+    study.run(S, "sampling")
     assert calls and not finished & set(calls)
     whole = study.setup("smoke", results_dir=str(tmp_path / "whole"))
-    study.run_sampling(whole)
+    study.run(whole, "sampling")
     tests = [
         (tmp_path / d / "smoke/sampling/distribution.csv").read_text() for d in ("killed", "whole")
     ]

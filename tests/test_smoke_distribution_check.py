@@ -22,14 +22,13 @@ Measured on the smoke target (seeded, so reproducible), per count of samples a p
   other gave 6.7e-4), but a check that fails on the library's own sampler cannot be the smoke
   assertion.
 
-Cost (`study.run_sampling` on the smoke profile, one thread, 2 runs each): 50 samples 5.9 s CPU,
-200 samples 9.8 s CPU, so about 4 s more per sampling run; CI computes it about four times
-(tests/test_notebooks.py's batch, tests/test_resume.py's kill, resume and whole run, `make
+Cost (`study.run(study_run, "sampling")` on the smoke profile, one thread, 2 runs each): 50 samples
+5.9 s CPU, 200 samples 9.8 s CPU, so about 4 s more per sampling run; CI computes it about four
+times (tests/test_notebooks.py's batch, tests/test_resume.py's kill, resume and whole run, `make
 evaluate PROFILE=smoke`), under 30 s in all. smoke-pair keeps its own counts (1 x 40 at T = 1.0:
-nothing tested). The subtle bug that tests/test_verify.py catches, accepting at min(1, 1.25 p /
-q), is far below what these counts see (measured at 50 samples: p 0.46 on the bigram arm, 0.23 on
-the self-draft arm): tests/test_verify.py and tests/test_shared.py are what test the verifier.
-"""
+nothing tested). The subtle bug that tests/test_verify.py catches, accepting at min(1, 1.25 p / q),
+is far below what these counts see (measured at 50 samples: p 0.46 on the bigram arm, 0.23 on the
+self-draft arm): tests/test_verify.py and tests/test_shared.py are what test the verifier."""
 
 from __future__ import annotations
 

@@ -252,7 +252,7 @@ def position_acceptance(summary: dict[str, Any], rows: Sequence[dict[str, Any]])
 k_sweep = Experiment(
     "k_sweep",
     "the transformer draft at each draft length K, and an adaptive-K schedule",
-    call="study.run_k_sweep(study_run)",
+    call='study.run(study_run, "k_sweep")',
     summary=KSweepSummary,
     config_shape=KSweepConfig,
     figures=(

@@ -245,7 +245,7 @@ def peers_speed(summary: dict[str, Any], rows: Sequence[dict[str, Any]]) -> Any:
 peers = Experiment(
     "peers",
     "Hugging Face `generate` (greedy, prompt lookup, assisted) beside our decoders",
-    call="study.run_peers(study_run)",
+    call='study.run(study_run, "peers")',
     summary=PeersSummary,
     config_shape=SingleContextConfig,
     figures=(

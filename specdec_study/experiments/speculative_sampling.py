@@ -490,7 +490,7 @@ def distribution_check(summary: dict[str, Any], rows: Sequence[dict[str, Any]]) 
 sampling = Experiment(
     "sampling",
     "lossless speculative sampling at temperature > 0",
-    call="study.run_sampling(study_run)",
+    call='study.run(study_run, "sampling")',
     summary=SamplingSummary,
     config_shape=SamplingExperimentConfig,
     figures=(

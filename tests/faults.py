@@ -52,8 +52,8 @@ from specdec_study.results.schema import result_problem  # noqa: E402
 
 PROFILE = "smoke"
 CALLS = {
-    "baseline": "study.run_baseline(S)",
-    "bigram": "study.run_bigram(S)",
+    "baseline": 'study.run(S, "baseline")',
+    "bigram": 'study.run(S, "bigram")',
     "context_sweep": "study.run_context_sweep(S, use_cache=True)",
 }
 EXPERIMENTS = list(CALLS)

@@ -82,8 +82,8 @@ PAIR_WORKER = """
 import sys
 from specdec_study import study
 S = study.setup(sys.argv[1], results_dir=sys.argv[2])
-study.run_baseline(S)
-study.run_bigram(S)
+study.run(S, "baseline")
+study.run(S, "bigram")
 """
 
 
@@ -92,7 +92,7 @@ def test_two_profiles_evaluated_at_once_into_one_results_dir_each_end_whole_and_
 ):
     from specdec_lib.config import config_hash
     from specdec_study.environment.profiles import load_profile
-    from specdec_study.runner import single
+    from specdec_study.runner.experiments import RUNNERS
     from specdec_study.runner.session import Session
 
     results = tmp_path / "results"
@@ -124,7 +124,7 @@ def test_two_profiles_evaluated_at_once_into_one_results_dir_each_end_whole_and_
     outs = [p.communicate(timeout=600) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outs]
     assert sorted(p.name for p in results.iterdir()) == sorted(profiles)
-    makers = {"baseline": single.baseline_config, "bigram": single.bigram_config}
+    makers = {"baseline": RUNNERS["baseline"].config, "bigram": RUNNERS["bigram"].config}
     for name in profiles:
         S = Session(load_profile(name), results)
         folder = results / name

@@ -216,7 +216,7 @@ def test_a_changed_weights_or_data_file_recomputes_a_stored_result(
         S.profile.update(target=str(model), dtype="float32")  # load_model: no float64
         calls.clear()
         capsys.readouterr()
-        res = study.run_baseline(S)
+        res = study.run(S, "baseline")
         return res, len(calls), capsys.readouterr().out
 
     first, n, _ = run()
@@ -278,12 +278,12 @@ def test_a_checkpoint_is_resumed_only_on_the_machine_that_wrote_it(
     monkeypatch.setattr(execute, "cpu_model", lambda: "CPU A")
     counting(kill_at=2 + 2 + 1)  # warm-up (2 arms), prompt 0, then killed
     with pytest.raises(Killed):
-        study.run_bigram(S)
+        study.run(S, "bigram")
     (on_a,) = partials.glob(".bigram.partial-*.jsonl")
 
     monkeypatch.setattr(execute, "cpu_model", lambda: "CPU B")
     calls = counting(kill_at=None)
-    result = study.run_bigram(S)
+    result = study.run(S, "bigram")
     assert result.env["resumed_prompts"] == 0 and len(calls) == 2 + 2 * 2  # A's prompt redone
     assert not on_a.exists() and not list(partials.glob(".bigram.partial-*"))
 

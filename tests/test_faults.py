@@ -309,7 +309,7 @@ def smoke_baseline(tmp_path_factory) -> Path:
 
     os.environ.setdefault("WANDB_MODE", "disabled")
     root = tmp_path_factory.mktemp("results")
-    study.run_baseline(study.setup("smoke", results_dir=str(root)))
+    study.run(study.setup("smoke", results_dir=str(root)), "baseline")
     return root
 
 
@@ -357,7 +357,7 @@ def test_a_damaged_result_is_recomputed_never_reused(smoke_baseline, tmp_path, c
     monkey_env = {k: v for k, v in os.environ.items() if k != "FORCE"}
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(os, "environ", monkey_env)
-        res = study.run_baseline(study.setup("smoke", results_dir=str(root)))
+        res = study.run(study.setup("smoke", results_dir=str(root)), "baseline")
     out = capsys.readouterr().out
     assert "is damaged" in out and "recomputing" in out and "reusing" not in out
     assert result_problem(d, study=True) is None and len(res.rows) == 3

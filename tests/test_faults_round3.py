@@ -124,7 +124,6 @@ def all_configs(prof: dict) -> dict[str, str]:
         agreement,
         context_sweep,
         implementations,
-        single,
     )
     from specdec_study.runner.experiments import RUNNERS
     from specdec_study.runner.lab import Lab
@@ -132,9 +131,9 @@ def all_configs(prof: dict) -> dict[str, str]:
 
     S = Session(prof, Path("/nonexistent"))
     makers = {
-        "baseline": single.baseline_config,
-        "bigram": single.bigram_config,
-        "transformer_draft": single.transformer_config,
+        "baseline": RUNNERS["baseline"].config,
+        "bigram": RUNNERS["bigram"].config,
+        "transformer_draft": RUNNERS["transformer_draft"].config,
         "context_sweep": context_sweep.context_sweep_config,
         "context_sweep_nocache": context_sweep.context_sweep_nocache_config,
         "agreement": agreement.agreement_config,

@@ -120,12 +120,12 @@ def test_force_discards_a_checkpoint(tmp_path, monkeypatch):
     S = study.setup("smoke", results_dir=str(tmp_path), overrides={"n_prompts": 2})
     calls = counting(monkeypatch, kill_at=2 + 2 + 1)  # warm-up (2 arms), prompt 0, then killed
     with pytest.raises(Killed):
-        study.run_bigram(S)
+        study.run(S, "bigram")
     monkeypatch.undo()
     monkeypatch.setenv("WANDB_MODE", "disabled")
     calls = counting(monkeypatch)
     S.force = True
-    result = study.run_bigram(S)
+    result = study.run(S, "bigram")
     assert len(calls) == 2 + 2 * 2 and result.env["resumed_prompts"] == 0
 
 
@@ -138,17 +138,17 @@ def test_a_forced_recompute_cut_short_leaves_nothing_once_the_result_is_reused(
     monkeypatch.delenv("FORCE", raising=False)
     monkeypatch.setenv("WANDB_MODE", "disabled")
     S = study.setup("smoke", results_dir=str(tmp_path), overrides={"n_prompts": 2})
-    first = study.run_bigram(S)
+    first = study.run(S, "bigram")
     calls = counting(monkeypatch, kill_at=2 + 2 + 1)  # warm-up (2 arms), prompt 0, then killed
     S.force = True
     with pytest.raises(Killed):
-        study.run_bigram(S)
+        study.run(S, "bigram")
     assert list((tmp_path / "smoke").glob(".bigram.partial-*"))
     killed_in_publish = tmp_path / "smoke" / ".bigram.k1ll3d"  # what `writing` leaves on SIGKILL
     killed_in_publish.mkdir()
     (killed_in_publish / "summary.json").write_text("{}")
     S.force = False
-    again = study.run_bigram(S)
+    again = study.run(S, "bigram")
     assert again.path == first.path and len(calls) == 2 + 2 + 1  # reused, nothing recomputed
     assert not list((tmp_path / "smoke").glob(".bigram.partial-*"))
     assert not killed_in_publish.exists()

@@ -302,7 +302,7 @@ def test_a_changed_config_field_is_recomputed_and_an_unchanged_one_reused(
         S = study.setup("smoke", results_dir=str(tmp_path), overrides=overrides)
         S.profile["k"] = k
         calls.clear()
-        return study.run_bigram(S), len(calls)
+        return study.run(S, "bigram"), len(calls)
 
     first, n = run({"n_prompts": 2})
     assert n > 0
@@ -402,7 +402,12 @@ def test_study_run_functions_are_the_runners_and_listed():
     moved = {n: declaration(n).call for n in RUNNERS if n not in LISTED}
     named = {c.removeprefix("study.").split("(", 1)[0] for c in moved.values()} - {"run"}
     listed = {n for n in dir(study) if n.startswith("run_")}
-    assert listed == {r.run.__name__ for r in LISTED.values()} | named
+    # a moved experiment whose committed notebook still calls `study.run_<name>` keeps that
+    # name, its bound runner, until the notebook is regenerated from the declared call
+    kept = {n for n in listed if n.removeprefix("run_") in moved}
+    for n in kept:
+        assert getattr(study, n) is RUNNERS[n.removeprefix("run_")].run
+    assert listed == {r.run.__name__ for r in LISTED.values()} | named | kept
     assert listed <= set(study.__all__) and listed <= set(vars(study))
     for r in LISTED.values():
         assert getattr(study, r.run.__name__) is r.run

@@ -17,8 +17,6 @@ from typing import Any
 from specdec_study.analysis.agreement import agreement_summary
 from specdec_study.analysis.implementations import implementations_summary
 from specdec_study.analysis.replay import continuation_summary
-from specdec_study.analysis.single import baseline_headline, headline_pair
-from specdec_study.analysis.summary import summarize
 from specdec_study.analysis.sweep import sweep_summary
 from specdec_study.results import catalog
 from specdec_study.results.store import ExperimentResult
@@ -50,18 +48,7 @@ def _agreement(rows: list[dict], cfg: dict[str, Any], stated: dict[str, Any]) ->
     return out
 
 
-def _single(rows: list[dict], cfg: dict[str, Any], stated: dict[str, Any]) -> dict[str, Any]:
-    arms = summarize(rows)
-    arm = (stated.get("headline") or {}).get("arm")
-    if arm is None:
-        return {"arms": arms, "headline": baseline_headline(arms, cfg)}
-    return {"arms": arms, "headline": headline_pair(arms, arm)}
-
-
 LISTED = {  # the experiments not yet moved to `specdec_study.experiments`
-    "baseline": _single,
-    "bigram": _single,
-    "transformer_draft": _single,
     "context_sweep": lambda rows, cfg, _: sweep_summary(rows, cfg),
     "context_sweep_nocache": lambda rows, cfg, _: sweep_summary(rows, cfg),
     "agreement": _agreement,

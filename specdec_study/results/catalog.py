@@ -22,7 +22,6 @@ from specdec_study import experiments
 from specdec_study.analysis import (
     agreement,
     implementations,
-    single,
     sweep,
 )
 from specdec_study.results.declare import BASELINE, Experiment, Notebook
@@ -65,30 +64,6 @@ def ordered(notebooks: Sequence[Notebook]) -> tuple[Notebook, ...]:
 
 # the notebooks of the experiments not yet moved to the `experiments` package
 LISTED: tuple[Notebook, ...] = (
-    Notebook(
-        "01_baseline",
-        "Autoregressive baseline",
-        "The KV-cached autoregressive baseline: one target call per token. Tokens per second "
-        "and seconds per prompt, medians with bootstrap 95% confidence intervals across prompts. "
-        "Writes `baseline/`.",
-        (single.baseline,),
-    ),
-    Notebook(
-        "02_bigram",
-        "Bigram drafter",
-        "A bigram table fitted on the fit split of WikiText-2 drafts K tokens; the target "
-        "verifies them greedily. Paired with the baseline on the same prompts, interleaved per "
-        "prompt. Writes `bigram/`.",
-        (single.bigram,),
-    ),
-    Notebook(
-        "03_transformer_draft",
-        "Transformer draft",
-        "A transformer drafts: the target's own first layers (`self`, embedded profile) or "
-        "gemma-3-1b-pt for gemma-3-4b-pt (colab-t4). Paired with the baseline; plus greedy "
-        "token identity per dtype (the profile's and float32). Writes `transformer_draft/`.",
-        (single.transformer_draft,),
-    ),
     Notebook(
         "04_context_sweep",
         "Context sweep",

@@ -330,20 +330,6 @@ def paired(
     )
 
 
-def paired_by_config(
-    arms: list[Arm], prompts: Sequence[Any], cfg: dict[str, Any], *, progress: str, on_row: Progress
-) -> list[dict[str, Any]]:
-    """`paired` with the experiment config's `max_new_tokens` and `warmup`."""
-    return paired(
-        arms,
-        prompts,
-        max_new_tokens=cfg["max_new_tokens"],
-        warmup=cfg["warmup"],
-        progress=progress,
-        on_row=on_row,
-    )
-
-
 def rel(path: Path) -> str:
     """A path relative to the repository when it lies inside it (for printed messages)."""
     try:

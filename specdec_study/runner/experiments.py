@@ -22,7 +22,6 @@ from specdec_study.runner import (
     agreement,
     context_sweep,
     implementations,
-    single,
 )
 from specdec_study.runner.lab import Lab
 from specdec_study.runner.session import Session
@@ -45,9 +44,6 @@ def bound(e: Experiment) -> Runner:
 
 
 LISTED: dict[str, Runner] = {
-    "baseline": Runner(single.run_baseline, single.baseline_config),
-    "bigram": Runner(single.run_bigram, single.bigram_config),
-    "transformer_draft": Runner(single.run_transformer_draft, single.transformer_config),
     "context_sweep": Runner(context_sweep.run_context_sweep, context_sweep.context_sweep_config),
     "context_sweep_nocache": Runner(
         context_sweep.run_context_sweep_nocache, context_sweep.context_sweep_nocache_config

@@ -46,7 +46,6 @@ from specdec_study.runner.experiments import RUNNERS
 from specdec_study.runner.implementations import run_implementations
 from specdec_study.runner.prompts import prompts_for
 from specdec_study.runner.session import MODELS, Session, get_drafter, load_target, setup
-from specdec_study.runner.single import run_baseline, run_bigram, run_transformer_draft
 
 PROFILE = "smoke-pair"
 DEFAULT_OUT = ROOT / "results" / "gpu-check" / "report.json"
@@ -66,9 +65,9 @@ def check_identity(study_run: Session) -> dict[str, Any]:
     """Run every experiment on the device; greedy arms of ours must equal the baseline."""
     results = {}
     runs = [
-        run_baseline,
-        run_bigram,
-        run_transformer_draft,
+        RUNNERS["baseline"].run,
+        RUNNERS["bigram"].run,
+        RUNNERS["transformer_draft"].run,
         run_context_sweep,
         lambda s: run_context_sweep(s, use_cache=False),
         run_agreement,

@@ -7,8 +7,10 @@ runner (no import cycle through `runner.session`, which reads the declarations' 
 
 Beside those, each torch helper that an experiment needs and the runner keeps is one method
 named for what it does (`hf_problem`, `hf_arms`: Hugging Face's arms, `runner.peers`;
-`distribution_checks`, `sequence_checks`: the sampling checks, `runner.distribution`), never a
-hook that calls any function. Knows nothing about what any experiment measures.
+`distribution_checks`, `sequence_checks`: the sampling checks, `runner.distribution`;
+`load_target(dtype=...)` and `target_dtype`: the target in another dtype and the name of its
+own, the transformer draft's identity per dtype), never a hook that calls any function.
+Knows nothing about what any experiment measures.
 """
 
 from __future__ import annotations
@@ -69,9 +71,15 @@ class Lab:
         """Reuse the stored result for `config`, or compute and publish it (`runner.execute`)."""
         return execute(self.study, self.name, config, compute)
 
-    def load_target(self) -> LoadedModel:
-        """The profile's target, loaded once per process."""
-        return load_target(self.study)
+    def load_target(self, dtype: str | None = None) -> LoadedModel:
+        """The profile's target, loaded once per process (per dtype: `dtype`, e.g. "float32",
+        in place of the profile's)."""
+        return load_target(self.study, dtype=dtype)
+
+    def target_dtype(self) -> str:
+        """The name of the dtype the profile's target is loaded in ("float32", "bfloat16"; the
+        torch dtype's name without its `torch.` prefix), loading it."""
+        return str(load_target(self.study).dtype).removeprefix("torch.")
 
     def arm(self, loaded: LoadedModel, name: str, spec: str, k: int, **kwargs: Any) -> Arm:
         """An arm named `name` drafting with `spec` at K (`runner.session.make_arm`)."""

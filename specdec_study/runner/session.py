@@ -186,15 +186,6 @@ def roles(study: Session) -> dict[str, str]:
     return {role: arm_name(spec) for role, spec in d.items() if isinstance(spec, str)}
 
 
-def transformer_specs(study: Session) -> dict[str, str]:
-    """Arm name -> spec of the transformer drafts of 03 (the main one first)."""
-    d = study.profile["drafts"]
-    out = {arm_name(d["transformer"]): d["transformer"]}
-    for spec in d.get("extra_transformers", []) or []:
-        out[arm_name(spec)] = spec
-    return out
-
-
 def thread_choice(study: Session) -> dict[str, Any]:
     """How this process's thread count was chosen, for env.json."""
     choice = current_runtime()

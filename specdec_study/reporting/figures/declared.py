@@ -23,12 +23,6 @@ from specdec_study.results.catalog import experiment as declaration
 CAPTION_RE = re.compile(r"Figure (\d+) \((?:`)?([\w.-]+\.png)(?:`)?\)\.")
 
 Drawing = Callable[[dict[str, Any], Sequence[dict[str, Any]]], Any]
-PAIR = {
-    "speedup.png": results.speedup,
-    "position_acceptance.png": results.position_acceptance,
-    "accepted_histogram.png": results.accepted_histogram,
-    "time_split.png": results.time_split,
-}
 CONTEXT = {
     "speedup_vs_context.png": results.speedup_vs_context,
     "acceptance_vs_context.png": results.acceptance_vs_context,
@@ -38,9 +32,6 @@ CONTEXT = {
 # experiment -> figure file -> what draws it (each file its declaration names; a test checks):
 # an experiment module's figures carry their drawing (`Figure.draw`); the others are listed here
 LISTED: dict[str, dict[str, Drawing]] = {
-    "baseline": {"tokens_per_s.png": results.tokens_per_s},
-    "bigram": PAIR,
-    "transformer_draft": PAIR,
     "context_sweep": CONTEXT,
     "context_sweep_nocache": {  # the baseline alone: no acceptance to plot
         f: drawing for f, drawing in CONTEXT.items() if f != "acceptance_vs_context.png"

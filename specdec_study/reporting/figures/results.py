@@ -14,35 +14,9 @@ from typing import Any
 from specdec_study.analysis import rules
 from specdec_study.analysis.agreement import SEPARATE
 from specdec_study.reporting.earlier import earlier_recomputed
-from specdec_study.reporting.figures import arms as arm_figures
 from specdec_study.reporting.figures import context_length as context_figures
 
 Rows = Sequence[dict[str, Any]]
-
-
-def tokens_per_s(summary: dict[str, Any], rows: Rows) -> Any:
-    """Histogram of the baseline's tokens per second over the prompts, with the median marked."""
-    return arm_figures.tokens_per_s(rows)
-
-
-def speedup(summary: dict[str, Any], rows: Rows) -> Any:
-    """Bar chart of each drafting arm's speedup over the paired baseline, with 95% intervals."""
-    return arm_figures.speedup_bars(summary["arms"])
-
-
-def position_acceptance(summary: dict[str, Any], rows: Rows) -> Any:
-    """Line chart of the acceptance at each draft position given the earlier ones, per arm."""
-    return arm_figures.position_acceptance(summary["arms"])
-
-
-def accepted_histogram(summary: dict[str, Any], rows: Rows) -> Any:
-    """Bar chart of the share of verifications that accepted 0 to K draft tokens, per arm."""
-    return arm_figures.accepted_histogram(summary["arms"])
-
-
-def time_split(summary: dict[str, Any], rows: Rows) -> Any:
-    """Stacked bars of each arm's seconds in prefill, drafting, verification and the rest."""
-    return arm_figures.time_split(rows)
 
 
 def speedup_vs_context(summary: dict[str, Any], rows: Rows) -> Any:

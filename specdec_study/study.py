@@ -16,9 +16,7 @@ experiments in `specdec_study.results.catalog`; notebooks, the gpu-check and the
 types (`runner.experiments.RUNNERS`, which binds every experiment module of
 `specdec_study.experiments` unnamed). The `run_*` functions, imported here by name, are the
 runner modules' own for the experiments not yet moved into that package
-(`specdec_study/experiments/README.md`); a moved experiment's notebook calls `run`
-(`run_baseline`, `run_bigram` and `run_transformer_draft`, the bound runners of 01-03, stay
-until their committed notebooks are regenerated to call it).
+(`specdec_study/experiments/README.md`); a moved experiment's notebook calls `run`.
 `python -m specdec_study.study download` is `make download` (`environment.hub`).
 """
 
@@ -71,12 +69,6 @@ from specdec_study.runner.teacher_forced import draft_kind, teacher_forced_guess
 from specdec_study.runner.tiny import tiny_random_model, tiny_tokenizer
 
 EXPERIMENTS = NOTEBOOKS  # notebook -> the result directories it writes (results.catalog)
-# 01-03 (`specdec_study.experiments.baseline`, `.bigram_draft`, `.transformer_draft`) as the
-# committed notebooks call them (and the tests that execute those notebooks), until the
-# notebooks are regenerated from their declared `call`, `run(study_run, name)`; then these go
-run_baseline = RUNNERS["baseline"].run
-run_bigram = RUNNERS["bigram"].run
-run_transformer_draft = RUNNERS["transformer_draft"].run
 
 __all__ = [
     "CONTROL",
@@ -105,12 +97,9 @@ __all__ = [
     "resolve_profile",
     "run",
     "run_agreement",
-    "run_baseline",
-    "run_bigram",
     "run_context_sweep",
     "run_context_sweep_nocache",
     "run_implementations",
-    "run_transformer_draft",
     "setup",
     "sweep_config",
     "sweep_summary",

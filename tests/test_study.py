@@ -402,12 +402,7 @@ def test_study_run_functions_are_the_runners_and_listed():
     moved = {n: declaration(n).call for n in RUNNERS if n not in LISTED}
     named = {c.removeprefix("study.").split("(", 1)[0] for c in moved.values()} - {"run"}
     listed = {n for n in dir(study) if n.startswith("run_")}
-    # a moved experiment whose committed notebook still calls `study.run_<name>` keeps that
-    # name, its bound runner, until the notebook is regenerated from the declared call
-    kept = {n for n in listed if n.removeprefix("run_") in moved}
-    for n in kept:
-        assert getattr(study, n) is RUNNERS[n.removeprefix("run_")].run
-    assert listed == {r.run.__name__ for r in LISTED.values()} | named | kept
+    assert listed == {r.run.__name__ for r in LISTED.values()} | named
     assert listed <= set(study.__all__) and listed <= set(vars(study))
     for r in LISTED.values():
         assert getattr(study, r.run.__name__) is r.run

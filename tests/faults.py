@@ -54,7 +54,7 @@ PROFILE = "smoke"
 CALLS = {
     "baseline": 'study.run(S, "baseline")',
     "bigram": 'study.run(S, "bigram")',
-    "context_sweep": "study.run_context_sweep(S, use_cache=True)",
+    "context_sweep": 'study.run(S, "context_sweep")',
 }
 EXPERIMENTS = list(CALLS)
 KINDS = ("sigkill", "damage", "sigterm", "disk", "wandb", "import")  # CI runs the first four

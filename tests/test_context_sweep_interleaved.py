@@ -12,7 +12,8 @@ import pytest
 from specdec_lib.errors import SpecdecError
 from specdec_lib.generate import Generator
 from specdec_study import study
-from specdec_study.runner.context_sweep import context_order, sweep_blocks
+from specdec_study.runner.experiments import RUNNERS
+from specdec_study.runner.interleaved import context_order, sweep_blocks
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -83,11 +84,11 @@ def test_blocks_run_prompt_by_prompt_and_skip_contexts_without_that_prompt():
 
 def test_a_short_warm_up_precedes_every_measured_block(tmp_path, monkeypatch):
     S = smoke(tmp_path, monkeypatch, warmup_tokens=3)
-    cfg = study.sweep_config(S, "context_sweep")
+    cfg = RUNNERS["context_sweep"].config(S)
     assert cfg["order"] == "interleaved" and cfg["warmup_tokens"] == 3
     arms, full = len(cfg["arms"]), cfg["max_new_tokens"]
     calls = counting(monkeypatch)
-    result = study.run_context_sweep(S)
+    result = study.run(S, "context_sweep")
     blocks = sweep_blocks(cfg)
     assert len(calls) == len(blocks) * 2 * arms
     assert len(result.rows) == len(blocks) * arms  # warm-ups are not recorded
@@ -103,21 +104,21 @@ def test_a_short_warm_up_precedes_every_measured_block(tmp_path, monkeypatch):
 
 def test_an_interrupted_sweep_resumes_per_block_to_the_uninterrupted_rows(tmp_path, monkeypatch):
     S = smoke(tmp_path / "whole", monkeypatch)
-    whole = study.run_context_sweep(S)
-    cfg = study.sweep_config(S, "context_sweep")
+    whole = study.run(S, "context_sweep")
+    cfg = RUNNERS["context_sweep"].config(S)
     arms, blocks = len(cfg["arms"]), sweep_blocks(cfg)
     finished = 5
     # killed during the second measured arm of block `finished` (after its warm-up)
     S = smoke(tmp_path / "cut", monkeypatch)
     calls = counting(monkeypatch, kill_at=finished * 2 * arms + arms + 2)
     with pytest.raises(Killed):
-        study.run_context_sweep(S)
+        study.run(S, "context_sweep")
     done_ids = {ids for ids, _ in calls[: finished * 2 * arms]}
 
     monkeypatch.undo()
     S = smoke(tmp_path / "cut", monkeypatch)
     calls = counting(monkeypatch)
-    resumed = study.run_context_sweep(S)
+    resumed = study.run(S, "context_sweep")
     assert len(calls) == (len(blocks) - finished) * 2 * arms  # finished blocks are not rerun
     assert not done_ids & {ids for ids, _ in calls}
     assert resumed.env["resumed_prompts"] == finished
@@ -132,11 +133,11 @@ def test_a_draft_on_fewer_prompts_runs_the_first_ones_paired_with_their_baseline
 ):
     S = smoke(tmp_path, monkeypatch)
     e = S.profile["experiments"]["context_sweep"]
-    arm = next(m for m in study.sweep_config(S, "context_sweep")["arms"] if m != "baseline")
+    arm = next(m for m in RUNNERS["context_sweep"].config(S)["arms"] if m != "baseline")
     e["draft_prompts"] = {arm: 1}
-    cfg = study.sweep_config(S, "context_sweep")
+    cfg = RUNNERS["context_sweep"].config(S)
     assert cfg["n_prompts_by_arm"] == {arm: 1} and cfg["n_prompts"] > 1
-    result = study.run_context_sweep(S)
+    result = study.run(S, "context_sweep")
     rows = records(result)
     assert {r["prompt"] for r in rows if r["method"] == arm} == {0}
     assert {r["prompt"] for r in rows if r["method"] == "baseline"} == set(range(cfg["n_prompts"]))
@@ -152,4 +153,4 @@ def test_draft_prompts_naming_no_sweep_draft_is_refused(tmp_path, monkeypatch):
     S = smoke(tmp_path, monkeypatch)
     S.profile["experiments"]["context_sweep"]["draft_prompts"] = {"nosuch": 1}
     with pytest.raises(SpecdecError, match="draft_prompts names"):
-        study.sweep_config(S, "context_sweep")
+        RUNNERS["context_sweep"].config(S)

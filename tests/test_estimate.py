@@ -161,10 +161,13 @@ def test_a_notebook_prints_its_estimate_before_it_starts(tmp_path, capsys, monke
     assert set(rows) == {"experiment", "agreement", "context_sweep", "total"}
     # the total is the sum of the two experiments' calls at these costs
     from specdec_study.runner.agreement import agreement_config
-    from specdec_study.runner.context_sweep import sweep_config
+    from specdec_study.runner.experiments import RUNNERS
 
     lo = hi = 0.0
-    configs = {"agreement": agreement_config(S), "context_sweep": sweep_config(S, "context_sweep")}
+    configs = {
+        "agreement": agreement_config(S),
+        "context_sweep": RUNNERS["context_sweep"].config(S),
+    }
     drafts = {c.model for cfg in configs.items() for c in work(*cfg) if c.model}
     assert drafts == {"model:tiny-random-draft"}  # its own steps, measured on its model
     priced = Costs(COSTS.seconds, drafts={d: COSTS for d in drafts})

@@ -122,7 +122,6 @@ def all_configs(prof: dict) -> dict[str, str]:
     from specdec_study.experiments import peers, speculative_sampling
     from specdec_study.runner import (
         agreement,
-        context_sweep,
         implementations,
     )
     from specdec_study.runner.experiments import RUNNERS
@@ -134,8 +133,8 @@ def all_configs(prof: dict) -> dict[str, str]:
         "baseline": RUNNERS["baseline"].config,
         "bigram": RUNNERS["bigram"].config,
         "transformer_draft": RUNNERS["transformer_draft"].config,
-        "context_sweep": context_sweep.context_sweep_config,
-        "context_sweep_nocache": context_sweep.context_sweep_nocache_config,
+        "context_sweep": RUNNERS["context_sweep"].config,
+        "context_sweep_nocache": RUNNERS["context_sweep_nocache"].config,
         "agreement": agreement.agreement_config,
         "k_sweep": RUNNERS["k_sweep"].config,
         "sampling": lambda S: speculative_sampling.config(Lab(S, speculative_sampling.sampling)),

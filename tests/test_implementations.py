@@ -30,8 +30,8 @@ from specdec_study.analysis.implementations import (
 )
 from specdec_study.reporting.figures.style import DRAFT_COLORS
 from specdec_study.results import catalog
-from specdec_study.runner.context_sweep import context_order, sweep_config
 from specdec_study.runner.experiments import RUNNERS
+from specdec_study.runner.interleaved import context_order
 
 ROOT = Path(__file__).resolve().parents[1]
 EMBEDDED = ROOT / "results" / "embedded"
@@ -51,7 +51,7 @@ def test_the_config_times_every_variant_on_the_context_sweeps_documents(tmp_path
 
     s = smoke(tmp_path)
     cfg = implementations_config(s)
-    sweep = sweep_config(s, "context_sweep")
+    sweep = RUNNERS["context_sweep"].config(s)
     assert cfg["anchor_min"] == sweep["anchor_min"] and cfg["anchor_room"] == sweep["anchor_room"]
     assert list(cfg["arms"]) == ARMS
     assert cfg["arms"]["baseline"] == cfg["arms"]["baseline_nocache"] == "none"

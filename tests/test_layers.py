@@ -220,6 +220,7 @@ def test_arrows_run_one_way(layer, must_not_import):
         "specdec_study.results.catalog",
         "specdec_study.experiments.baseline",
         "specdec_study.experiments.bigram_draft",
+        "specdec_study.experiments.context_sweep",
         "specdec_study.experiments.k_sweep",
         "specdec_study.experiments.peers",
         "specdec_study.experiments.speculative_sampling",

@@ -203,7 +203,8 @@ def test_speedups_acceptance_and_predictions_match_the_rows(smoke):
 def test_context_sweep(smoke):
     """Both sweeps' tables, with the earlier study's speedup (the reference context's baseline
     over the arm, prompt by prompt) recomputed by hand from the rows. Planted bug seen failing:
-    the same context's baseline instead of the reference's (`analysis.sweep.sweep_table`)."""
+    the same context's baseline instead of the reference's
+    (`experiments.context_sweep.sweep_table`)."""
     results, _, _ = smoke
     for exp, cache in (("context_sweep", True), ("context_sweep_nocache", False)):
         summary, config, _, rows = load(results, exp)

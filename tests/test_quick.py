@@ -33,7 +33,7 @@ from specdec_study.reporting.format import md_cell
 from specdec_study.results import bundle, catalog
 from specdec_study.runner import agreement as agreement_runner
 from specdec_study.runner import t4
-from specdec_study.runner.context_sweep import sweep_config
+from specdec_study.runner.experiments import RUNNERS
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,8 +73,8 @@ def test_the_quick_profile_runs_what_decides_h1_to_h4(tmp_path):
     assert set(prof["experiments"]) == set(QUICK_EXPERIMENTS)
     assert {e.name for e in catalog.QUICK.experiments} == set(prof["experiments"])
     S = study.setup(catalog.QUICK_PROFILE, results_dir=str(tmp_path))
-    ag, sw = agreement_runner.agreement_config(S), sweep_config(S, "context_sweep")
-    off = sweep_config(S, "context_sweep_nocache")
+    ag, sw = agreement_runner.agreement_config(S), RUNNERS["context_sweep"].config(S)
+    off = RUNNERS["context_sweep_nocache"].config(S)
     assert ag["contexts"] == ag["test_range"] == [10, 100]  # H3
     assert set(ag["test_range"]) <= set(sw["contexts"]) and sw["primary"] == ag["primary"]  # H4
     assert sw["reference_context"] in sw["contexts"] == off["contexts"]  # H2: the divisor's
@@ -185,7 +185,7 @@ def smoke_pair_results(tmp_path_factory):
     root = tmp_path_factory.mktemp("quick")
     S = study.setup("smoke-pair", results_dir=str(root))
     study.run_agreement(S)
-    study.run_context_sweep(S)
+    study.run(S, "context_sweep")
     mp.undo()
     return S
 

@@ -313,7 +313,7 @@ def test_experiment_module_recipe_one_file_reaches_catalog_runner_figures_and_no
     monkeypatch.delattr(experiments, "toy")
     found = catalog.discovered()
     assert "08_toy" in [nb.name for nb in found]  # found in module-name order: toy.py among them
-    monkeypatch.setattr(catalog, "STUDY", catalog.ordered((*catalog.LISTED, *found)))
+    monkeypatch.setattr(catalog, "STUDY", catalog.ordered(found))
     assert [nb.name for nb in catalog.STUDY][-1] == "08_toy"
     assert list(catalog.declared())[-1] == "toy" and catalog.notebook_of("toy") == "08_toy"
     toy = catalog.experiment("toy")

@@ -14,7 +14,8 @@ import pytest
 from specdec_lib.generate import Generator
 from specdec_study import study
 from specdec_study.results.store import read_rows, write_rows
-from specdec_study.runner.context_sweep import sweep_blocks
+from specdec_study.runner.experiments import RUNNERS
+from specdec_study.runner.interleaved import sweep_blocks
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -48,14 +49,14 @@ def test_a_killed_experiment_resumes_per_prompt(tmp_path, monkeypatch):
     monkeypatch.delenv("FORCE", raising=False)
     monkeypatch.setenv("WANDB_MODE", "disabled")
     S = study.setup("smoke", results_dir=str(tmp_path), overrides={"n_prompts": 3})
-    cfg = study.sweep_config(S, "context_sweep")
+    cfg = RUNNERS["context_sweep"].config(S)
     blocks = len(sweep_blocks(cfg))  # one (prompt, context) each
     arms = len(cfg["arms"])
     per_block = 2 * arms  # the block's warm-up, then its measured arms
     # kill during the first measured arm of the fifth block
     calls = counting(monkeypatch, kill_at=4 * per_block + arms + 1)
     with pytest.raises(Killed):
-        study.run_context_sweep(S)
+        study.run(S, "context_sweep")
     partial = list((tmp_path / "smoke").glob(".context_sweep.partial-*.jsonl"))
     assert len(partial) == 1 and len(partial[0].read_text().splitlines()) == 4
     stored = checkpointed_rows(partial[0], tmp_path / "stored.csv")
@@ -66,7 +67,7 @@ def test_a_killed_experiment_resumes_per_prompt(tmp_path, monkeypatch):
     monkeypatch.delenv("FORCE", raising=False)
     monkeypatch.setenv("WANDB_MODE", "disabled")
     calls = counting(monkeypatch)
-    result = study.run_context_sweep(S)
+    result = study.run(S, "context_sweep")
     # the rerun ran the remaining blocks only, each after its own warm-up: none finished before
     # ran again
     assert len(calls) == per_block * (blocks - 4)

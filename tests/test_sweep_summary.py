@@ -1,14 +1,14 @@
-"""The context sweep's table (`analysis.sweep`) on hand-built arms: the earlier study's style
-divides the reference context's baseline time by an arm's, prompt by prompt over the prompts
-both have; the same-context speedup and acceptance are copied from the arm's summary; the
-baseline's growth is its time per new token at each context."""
+"""The context sweep's table (`experiments.context_sweep`) on hand-built arms: the earlier
+study's style divides the reference context's baseline time by an arm's, prompt by prompt over
+the prompts both have; the same-context speedup and acceptance are copied from the arm's
+summary; the baseline's growth is its time per new token at each context."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from specdec_study.analysis.sweep import baseline_growth, sweep_headline, sweep_table
+from specdec_study.experiments.context_sweep import baseline_growth, sweep_headline, sweep_table
 
 
 def arm(total: float, new_tokens: int, speedup: float | None = None) -> dict:

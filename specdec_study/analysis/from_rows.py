@@ -17,7 +17,6 @@ from typing import Any
 from specdec_study.analysis.agreement import agreement_summary
 from specdec_study.analysis.implementations import implementations_summary
 from specdec_study.analysis.replay import continuation_summary
-from specdec_study.analysis.sweep import sweep_summary
 from specdec_study.results import catalog
 from specdec_study.results.store import ExperimentResult
 
@@ -49,8 +48,6 @@ def _agreement(rows: list[dict], cfg: dict[str, Any], stated: dict[str, Any]) ->
 
 
 LISTED = {  # the experiments not yet moved to `specdec_study.experiments`
-    "context_sweep": lambda rows, cfg, _: sweep_summary(rows, cfg),
-    "context_sweep_nocache": lambda rows, cfg, _: sweep_summary(rows, cfg),
     "agreement": _agreement,
     "implementations": lambda rows, cfg, _: implementations_summary(rows, cfg),
 }

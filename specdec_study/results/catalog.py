@@ -5,8 +5,7 @@ book and the tests read it here.
 
 The notebooks are found, not listed: every module of the `specdec_study.experiments` package is
 imported (`modules`) and the `NOTEBOOK` of each that leads one is collected (`discovered`). No
-name is looked up from a string: the package's folder is the list. Experiments not yet moved
-there are declared in their torch-free analysis module and listed in `LISTED` below.
+name is looked up from a string: the package's folder is the list.
 
 `python -m specdec_study.results.catalog` prints the notebook names, one per line (the Makefile).
 """
@@ -19,11 +18,8 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from specdec_study import experiments
-from specdec_study.analysis import (
-    agreement,
-    implementations,
-    sweep,
-)
+from specdec_study.analysis import agreement
+from specdec_study.experiments import context_sweep
 from specdec_study.results.declare import BASELINE, Experiment, Notebook
 
 __all__ = [
@@ -62,32 +58,7 @@ def ordered(notebooks: Sequence[Notebook]) -> tuple[Notebook, ...]:
     return tuple(sorted(notebooks, key=lambda nb: nb.name))
 
 
-# the notebooks of the experiments not yet moved to the `experiments` package
-LISTED: tuple[Notebook, ...] = (
-    Notebook(
-        "04_context_sweep",
-        "Context sweep",
-        "Speedup and acceptance as the visible context grows, on the same documents and "
-        "anchors at every context, each context with its own paired baseline; the earlier "
-        "study's way of computing speedup (one context-20 baseline for every row) beside it; "
-        "the same sweep with the KV cache off on the very same prompts; and the timing-free "
-        "agreement of every draft with the target, at the same positions for every context: "
-        "replayed on the target's own greedy continuation (what a greedy run is scored on), "
-        "with the document's own next tokens teacher-forced as a second view; and the positive "
-        "control: the implementations a hand-written study plausibly used (no KV cache, a cached "
-        "baseline beside a loop that recomputes its target's or its draft's prefix, both "
-        "cached) timed on the same prompts, each read the earlier study's way and paired, with "
-        "tokens per target call beside it. Writes `context_sweep/`, `context_sweep_nocache/`, "
-        "`agreement/` and `implementations/`.",
-        (
-            sweep.context_sweep,
-            sweep.context_sweep_nocache,
-            agreement.agreement,
-            implementations.implementations,
-        ),
-    ),
-)
-STUDY: tuple[Notebook, ...] = ordered((*LISTED, *discovered()))
+STUDY: tuple[Notebook, ...] = ordered(discovered())
 # The quick path (notebook 00_quick, profile colab-t4-quick): the three experiments that decide
 # H1-H4 on the real pair, in one Colab sitting. Not part of STUDY (its experiments are 04's, so
 # `make evaluate` runs them there); the notebook generator renders it beside the study's.
@@ -103,8 +74,8 @@ QUICK = Notebook(
     "`context_sweep/` and `context_sweep_nocache/`.",
     (
         agreement.agreement,
-        sweep.context_sweep,
-        sweep.context_sweep_nocache,
+        context_sweep.context_sweep,
+        context_sweep.context_sweep_nocache,
     ),
 )
 QUICK_PROFILE = "colab-t4-quick"  # the quick notebook's profile on a Colab GPU (else smoke-pair)

@@ -20,7 +20,6 @@ from specdec_study.results.declare import Experiment
 from specdec_study.results.store import ExperimentResult
 from specdec_study.runner import (
     agreement,
-    context_sweep,
     implementations,
 )
 from specdec_study.runner.lab import Lab
@@ -44,10 +43,6 @@ def bound(e: Experiment) -> Runner:
 
 
 LISTED: dict[str, Runner] = {
-    "context_sweep": Runner(context_sweep.run_context_sweep, context_sweep.context_sweep_config),
-    "context_sweep_nocache": Runner(
-        context_sweep.run_context_sweep_nocache, context_sweep.context_sweep_nocache_config
-    ),
     "agreement": Runner(agreement.run_agreement, agreement.agreement_config),
     "implementations": Runner(
         implementations.run_implementations, implementations.implementations_config

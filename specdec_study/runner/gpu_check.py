@@ -41,7 +41,6 @@ from specdec_lib.core.decode import device_sync
 from specdec_lib.errors import SpecdecError
 from specdec_study.runner import real_shapes
 from specdec_study.runner.agreement import run_agreement
-from specdec_study.runner.context_sweep import run_context_sweep
 from specdec_study.runner.experiments import RUNNERS
 from specdec_study.runner.implementations import run_implementations
 from specdec_study.runner.prompts import prompts_for
@@ -68,8 +67,8 @@ def check_identity(study_run: Session) -> dict[str, Any]:
         RUNNERS["baseline"].run,
         RUNNERS["bigram"].run,
         RUNNERS["transformer_draft"].run,
-        run_context_sweep,
-        lambda s: run_context_sweep(s, use_cache=False),
+        RUNNERS["context_sweep"].run,
+        RUNNERS["context_sweep_nocache"].run,
         run_agreement,
         RUNNERS["k_sweep"].run,
         RUNNERS["sampling"].run,

@@ -26,8 +26,8 @@ from specdec_study.analysis.implementations import (
 )
 from specdec_study.results.catalog import BASELINE
 from specdec_study.results.store import ExperimentResult
-from specdec_study.runner.context_sweep import sweep_rows
 from specdec_study.runner.execute import Progress, Run, execute
+from specdec_study.runner.interleaved import interleaved_rows
 from specdec_study.runner.session import Session, base_config, load_target, make_arm
 
 EXPERIMENT = "implementations"
@@ -122,7 +122,7 @@ def _compute(study: Session, cfg: dict[str, Any], on_row: Progress) -> Run:
     loaded = load_target(study)
     arms = build_variant_arms(study, loaded, cfg)
     variant = arm_variant(cfg)
-    rows = sweep_rows(study, loaded, cfg, arms, on_row)
+    rows = interleaved_rows(study, loaded, cfg, arms, on_row)
     for r in rows:
         r["variant"] = variant[r["method"]]
         r["draft_cache"] = bool(cfg["arm_cache"][r["method"]]["draft"])

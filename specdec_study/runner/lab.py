@@ -9,7 +9,9 @@ Beside those, each torch helper that an experiment needs and the runner keeps is
 named for what it does (`hf_problem`, `hf_arms`: Hugging Face's arms, `runner.peers`;
 `distribution_checks`, `sequence_checks`: the sampling checks, `runner.distribution`;
 `load_target(dtype=...)` and `target_dtype`: the target in another dtype and the name of its
-own, the transformer draft's identity per dtype), never a hook that calls any function.
+own, the transformer draft's identity per dtype; `interleaved_rows`: 04's interleaved blocks,
+`runner.interleaved`; `drafters`, `draft_kinds`: the drafts and how each relates to the target,
+`runner.teacher_forced`), never a hook that calls any function.
 Knows nothing about what any experiment measures.
 """
 
@@ -19,28 +21,35 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from specdec_lib.config import SamplingConfig
+from specdec_lib.core.draft import Drafter
 from specdec_lib.data import Prompt
-from specdec_lib.measure.paired import Arm
+from specdec_lib.measure.paired import WARMUP_TOKENS, Arm
 from specdec_lib.models import LoadedModel
 from specdec_study.results.declare import Experiment
 from specdec_study.results.store import Checkpoint, ExperimentResult
 from specdec_study.runner import distribution, peers
 from specdec_study.runner.execute import Progress, Run, execute, paired
+from specdec_study.runner.interleaved import interleaved_rows
 from specdec_study.runner.prompts import prompts_for
 from specdec_study.runner.session import (
     Session,
     arm_name,
     base_config,
     build_arms,
+    get_drafter,
     load_target,
     make_arm,
 )
+from specdec_study.runner.teacher_forced import draft_kind
 
 
 class Lab:
     """One experiment's view of a session: its profile section, the keys every config starts
     with, the target, arms and prompts, the paired run and the one path that reuses, computes
     and publishes its result."""
+
+    # new tokens per arm in a warm-up where a section does not say (`measure.paired`)
+    warmup_tokens: int = WARMUP_TOKENS
 
     def __init__(self, study: Session, experiment: Experiment):
         self.study = study
@@ -56,10 +65,11 @@ class Lab:
         """The session's profile."""
         return self.study.profile
 
-    def section(self) -> dict[str, Any]:
+    def section(self, experiment: str | None = None) -> dict[str, Any]:
         """The profile's section for the experiment (its declared defaults under it), with the
-        notebook's overrides (`Session.exp`)."""
-        return self.study.exp(self.name)
+        notebook's overrides (`Session.exp`); another experiment's where its config reads it
+        (04's cache-off sweep runs on `context_sweep`'s prompts)."""
+        return self.study.exp(experiment or self.name)
 
     def base_config(self) -> dict[str, Any]:
         """The keys every config starts with (`runner.session.base_config`)."""
@@ -85,10 +95,27 @@ class Lab:
         """An arm named `name` drafting with `spec` at K (`runner.session.make_arm`)."""
         return make_arm(self.study, loaded, name, spec, k, **kwargs)
 
-    def arms(self, loaded: LoadedModel, specs: dict[str, str], k: int) -> list[Arm]:
-        """The baseline first, then one arm per (name -> spec), each at K
-        (`runner.session.build_arms`)."""
-        return build_arms(self.study, loaded, specs, k)
+    def arms(
+        self, loaded: LoadedModel, specs: dict[str, str], k: int, *, use_cache: bool = True
+    ) -> list[Arm]:
+        """The baseline first, then one arm per (name -> spec), each at K, with the KV cache on
+        or off (`runner.session.build_arms`)."""
+        return build_arms(self.study, loaded, specs, k, use_cache=use_cache)
+
+    def drafters(
+        self, loaded: LoadedModel, specs: dict[str, str], *, use_cache: bool = True
+    ) -> dict[str, Drafter]:
+        """Name -> the drafter of each spec on the target (`runner.session.get_drafter`: built
+        once per target, spec and cache setting)."""
+        return {
+            m: get_drafter(self.study, loaded, s, use_cache=use_cache) for m, s in specs.items()
+        }
+
+    @staticmethod
+    def draft_kinds(loaded: LoadedModel, drafters: dict[str, Drafter]) -> dict[str, str]:
+        """Name -> how each draft relates to the target: shares its hidden states, an early exit
+        of it, a separate computation or a context-free control (`runner.teacher_forced`)."""
+        return {m: draft_kind(d, loaded.model) for m, d in drafters.items()}
 
     @staticmethod
     def arm_name(spec: str) -> str:
@@ -136,6 +163,15 @@ class Lab:
     def prompts(self, loaded: LoadedModel, n: int, context: int, **kwargs: Any) -> list[Prompt]:
         """The profile's `n` prompts of `context` eval tokens (`runner.prompts.prompts_for`)."""
         return prompts_for(self.study, loaded, n, context, **kwargs)
+
+    def interleaved_rows(
+        self, loaded: LoadedModel, cfg: dict[str, Any], arms: list[Arm], on_row: Progress
+    ) -> list[dict[str, Any]]:
+        """The arms over the config's prompts at each of its contexts, interleaved: prompt by
+        prompt, each prompt's contexts in a seeded order, each (prompt, context) block paired
+        after its own warm-up and checkpointed (`runner.interleaved`: 04's timed sweeps and its
+        positive control)."""
+        return interleaved_rows(self.study, loaded, cfg, arms, on_row)
 
     @staticmethod
     def paired(

@@ -24,7 +24,7 @@ from specdec_study.reporting.figures.style import (
     new_figure,
     plain_log_axis,
 )
-from specdec_study.results.catalog import BASELINE
+from specdec_study.results.declare import BASELINE
 
 
 def _by_method(table: Sequence[dict[str, Any]]) -> dict[str, pd.DataFrame]:

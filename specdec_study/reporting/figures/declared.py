@@ -23,19 +23,9 @@ from specdec_study.results.catalog import experiment as declaration
 CAPTION_RE = re.compile(r"Figure (\d+) \((?:`)?([\w.-]+\.png)(?:`)?\)\.")
 
 Drawing = Callable[[dict[str, Any], Sequence[dict[str, Any]]], Any]
-CONTEXT = {
-    "speedup_vs_context.png": results.speedup_vs_context,
-    "acceptance_vs_context.png": results.acceptance_vs_context,
-    "time_vs_context.png": results.time_vs_context,
-    "earlier_style_vs_paired.png": results.earlier_style_vs_paired,
-}
 # experiment -> figure file -> what draws it (each file its declaration names; a test checks):
 # an experiment module's figures carry their drawing (`Figure.draw`); the others are listed here
 LISTED: dict[str, dict[str, Drawing]] = {
-    "context_sweep": CONTEXT,
-    "context_sweep_nocache": {  # the baseline alone: no acceptance to plot
-        f: drawing for f, drawing in CONTEXT.items() if f != "acceptance_vs_context.png"
-    },
     "agreement": {
         "agreement_vs_context.png": results.agreement_vs_context,
         "replay_vs_context.png": results.replay_vs_context,

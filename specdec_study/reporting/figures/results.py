@@ -19,26 +19,6 @@ from specdec_study.reporting.figures import context_length as context_figures
 Rows = Sequence[dict[str, Any]]
 
 
-def speedup_vs_context(summary: dict[str, Any], rows: Rows) -> Any:
-    """Line chart of each arm's paired speedup against context length, with 95% intervals."""
-    return context_figures.speedup_vs_context(summary)
-
-
-def acceptance_vs_context(summary: dict[str, Any], rows: Rows) -> Any:
-    """Line chart of each drafting arm's acceptance rate against context length."""
-    return context_figures.acceptance_vs_context(summary)
-
-
-def time_vs_context(summary: dict[str, Any], rows: Rows) -> Any:
-    """Line chart of each arm's total seconds against context length."""
-    return context_figures.time_vs_context(summary)
-
-
-def earlier_style_vs_paired(summary: dict[str, Any], rows: Rows) -> Any:
-    """Speedup against context length, paired and divided the earlier study's way."""
-    return context_figures.earlier_style_vs_paired([summary])
-
-
 def agreement_vs_context(summary: dict[str, Any], rows: Rows) -> Any:
     """Each draft's teacher-forced agreement and implied acceptance against context, and its
     change from context 10 to 100, beside the earlier study's acceptance."""

@@ -7,10 +7,10 @@ into rows through the library; `results` stores them; `analysis` summarizes them
 notebooks') and `pages` (the book's) are the only facades; `cli` is the command line.
 
 An experiment is one module of `experiments/` (its declaration, config, run, summary and
-figures; `experiments/README.md` has the design), found by `results.catalog`. Two experiments
-of notebook 04 (`agreement`, `implementations`) are not yet moved: each keeps its name in each
-layer, `runner/<name>.py` measures its rows, `analysis/<name>.py` declares it and summarizes
-them, `reporting/<name>.py` and `reporting/figures/<name>.py` (where they exist) present them.
+figures; `experiments/README.md` has the design), found by `results.catalog`. One experiment of
+notebook 04 (`implementations`) is not yet moved: it keeps its name in each layer,
+`runner/<name>.py` measures its rows, `analysis/<name>.py` declares it and summarizes them,
+`reporting/<name>.py` and `reporting/figures/<name>.py` present them.
 A moved experiment whose torch side the runner keeps has a runner module of its name too
 (`runner/peers.py`). Experiment 06's module is `speculative_sampling.py` and 02's (`bigram`) is
 `bigram_draft.py`, so that no file shares a name with the library's `core/sampling.py` (the

@@ -27,18 +27,18 @@ from pathlib import Path
 from typing import Any
 
 from specdec_lib.errors import SpecdecError
-from specdec_study.analysis.agreement import CONTROL, EXIT, SEPARATE, SHARED, agreement_summary
+from specdec_study.analysis.replay import CONTROL, EXIT, SEPARATE, SHARED
 from specdec_study.analysis.summary import ci_dict
 from specdec_study.environment import colab
 from specdec_study.environment.hub import download, main
 from specdec_study.environment.profiles import load_profile, resolve_profile
+from specdec_study.experiments.agreement import agreement_summary
 from specdec_study.experiments.context_sweep import sweep_summary
 from specdec_study.reporting.figures import declared
 from specdec_study.reporting.readings import display_reading
 from specdec_study.results import bundle
 from specdec_study.results.catalog import NOTEBOOKS
 from specdec_study.results.store import ExperimentResult
-from specdec_study.runner.agreement import run_agreement
 from specdec_study.runner.distribution import (
     distribution_checks,
     exact_next_probs,
@@ -64,10 +64,11 @@ from specdec_study.runner.teacher_forced import draft_kind, teacher_forced_guess
 from specdec_study.runner.tiny import tiny_random_model, tiny_tokenizer
 
 EXPERIMENTS = NOTEBOOKS  # notebook -> the result directories it writes (results.catalog)
-# 04's (`specdec_study.experiments.context_sweep`) as the committed notebooks call them (and the
-# tests that execute those notebooks), until the notebooks are regenerated from their declared
-# `call`, `run(study_run, name)`; then these go
+# 04's (`specdec_study.experiments.context_sweep`, `.agreement`) as the committed notebooks call
+# them (and the tests that execute those notebooks), until the notebooks are regenerated from
+# their declared `call`, `run(study_run, name)`; then these go
 run_context_sweep_nocache = RUNNERS["context_sweep_nocache"].run
+run_agreement = RUNNERS["agreement"].run
 
 
 def run_context_sweep(study_run: Session, *, use_cache: bool = True) -> ExperimentResult:

@@ -1,4 +1,4 @@
-"""The agreement summary (`analysis.agreement`) on hand-built rows: the mean agreement over
+"""The agreement summary (`experiments.agreement`) on hand-built rows: the mean agreement over
 documents, the acceptance implied by that mean at K, and each draft's change between contexts
 over the documents both contexts measured (paired)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from specdec_study.analysis.agreement import agreement_summary
+from specdec_study.experiments.agreement import agreement_summary
 
 
 def row(draft: str, doc: int, context: int, agreement: float) -> dict:

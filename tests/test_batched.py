@@ -15,8 +15,9 @@ from specdec_lib.core.batched import greedy_batch, greedy_continuations, left_pa
 from specdec_lib.data import article_token_ids
 from specdec_lib.errors import SpecdecError
 from specdec_study import study
-from specdec_study.runner import agreement as agreement_runner
-from specdec_study.runner.agreement import agreement_config
+from specdec_study.experiments import agreement as agreement_module
+from specdec_study.runner import continuations
+from specdec_study.runner.experiments import RUNNERS
 from specdec_study.runner.prompts import eval_articles
 from specdec_study.runner.session import load_target
 
@@ -122,41 +123,42 @@ def quiet(monkeypatch):
 def test_a_batched_agreement_publishes_the_rows_of_the_one_at_a_time_pass(tmp_path, quiet):
     one = batched_study(tmp_path / "one", None)
     two = batched_study(tmp_path / "two", 2)
-    study.run_agreement(one)
-    study.run_agreement(two)
+    study.run(one, "agreement")
+    study.run(two, "agreement")
     assert per_prompt(one) == per_prompt(two)  # float64: the same continuations, the same rows
     cfg = json.loads((two.store.dir("agreement") / "config.json").read_text())
     assert cfg["continuation_batch"] == 2 and cfg["continuation_by"] == "none"
-    assert "continuation_batch" not in agreement_config(one)  # unset: the config as before
+    # unset: the config as before
+    assert "continuation_batch" not in RUNNERS["agreement"].config(one)
 
 
 def test_a_killed_batched_agreement_resumes_without_recomputing(tmp_path, monkeypatch, quiet):
     calls: list[tuple[int, int]] = []
-    real = agreement_runner._rows_at
+    real = agreement_module._rows_at
 
-    def rows_at(target, drafters, kinds, seq, cont, doc, p, context, view):
+    def rows_at(lab, loaded, drafters, kinds, seq, cont, doc, p, context, view):
         calls.append((doc, context))
         if len(calls) == 3:  # document 0 at context 10 finished (two views), 1 not
             raise Killed
-        return real(target, drafters, kinds, seq, cont, doc, p, context, view)
+        return real(lab, loaded, drafters, kinds, seq, cont, doc, p, context, view)
 
-    monkeypatch.setattr(agreement_runner, "_rows_at", rows_at)
+    monkeypatch.setattr(agreement_module, "_rows_at", rows_at)
     S = batched_study(tmp_path / "killed", 2)
     with pytest.raises(Killed):
-        study.run_agreement(S)
-    monkeypatch.setattr(agreement_runner, "_rows_at", real)
+        study.run(S, "agreement")
+    monkeypatch.setattr(agreement_module, "_rows_at", real)
     generated: list[list[int]] = []
-    real_batch = agreement_runner.greedy_continuations
+    real_batch = continuations.greedy_continuations
 
     def counted(model, prompts, n, **kw):
         generated.append([len(p) for p in prompts])
         return real_batch(model, prompts, n, **kw)
 
-    monkeypatch.setattr(agreement_runner, "greedy_continuations", counted)
-    study.run_agreement(S)
+    monkeypatch.setattr(continuations, "greedy_continuations", counted)
+    study.run(S, "agreement")
     assert generated == [[11], [101, 101]]  # document 1 at 10 alone, then both at 100
     whole = batched_study(tmp_path / "whole", 2)
-    study.run_agreement(whole)
+    study.run(whole, "agreement")
     assert per_prompt(S) == per_prompt(whole)
     assert json.loads((S.store.dir("agreement") / "env.json").read_text())["resumed_prompts"] == 1
 
@@ -165,4 +167,4 @@ def test_a_batch_with_a_lossless_run_named_is_refused_in_one_line(tmp_path):
     S = batched_study(tmp_path, 4)
     S.profile["experiments"]["agreement"]["continuation_by"] = "best"
     with pytest.raises(SpecdecError, match="continuation_batch 4 decodes plain greedy"):
-        agreement_config(S)
+        RUNNERS["agreement"].config(S)

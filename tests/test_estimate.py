@@ -160,12 +160,11 @@ def test_a_notebook_prints_its_estimate_before_it_starts(tmp_path, capsys, monke
     rows = {ln.split()[0]: ln.split() for ln in out.splitlines()[1:]}
     assert set(rows) == {"experiment", "agreement", "context_sweep", "total"}
     # the total is the sum of the two experiments' calls at these costs
-    from specdec_study.runner.agreement import agreement_config
     from specdec_study.runner.experiments import RUNNERS
 
     lo = hi = 0.0
     configs = {
-        "agreement": agreement_config(S),
+        "agreement": RUNNERS["agreement"].config(S),
         "context_sweep": RUNNERS["context_sweep"].config(S),
     }
     drafts = {c.model for cfg in configs.items() for c in work(*cfg) if c.model}

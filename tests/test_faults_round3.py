@@ -120,10 +120,7 @@ def all_configs(prof: dict) -> dict[str, str]:
     refuses the profile: a refusal is never a silent reuse)."""
     from specdec_lib.config import config_hash
     from specdec_study.experiments import peers, speculative_sampling
-    from specdec_study.runner import (
-        agreement,
-        implementations,
-    )
+    from specdec_study.runner import implementations
     from specdec_study.runner.experiments import RUNNERS
     from specdec_study.runner.lab import Lab
     from specdec_study.runner.session import Session
@@ -135,7 +132,7 @@ def all_configs(prof: dict) -> dict[str, str]:
         "transformer_draft": RUNNERS["transformer_draft"].config,
         "context_sweep": RUNNERS["context_sweep"].config,
         "context_sweep_nocache": RUNNERS["context_sweep_nocache"].config,
-        "agreement": agreement.agreement_config,
+        "agreement": RUNNERS["agreement"].config,
         "k_sweep": RUNNERS["k_sweep"].config,
         "sampling": lambda S: speculative_sampling.config(Lab(S, speculative_sampling.sampling)),
         "peers": lambda S: peers.peers_config(Lab(S, peers.peers), None),

@@ -218,6 +218,7 @@ def test_arrows_run_one_way(layer, must_not_import):
         "specdec_study.analysis.verdicts",
         "specdec_study.results.store",
         "specdec_study.results.catalog",
+        "specdec_study.experiments.agreement",
         "specdec_study.experiments.baseline",
         "specdec_study.experiments.bigram_draft",
         "specdec_study.experiments.context_sweep",

@@ -256,14 +256,15 @@ def test_the_study_resolves_a_preset_through_the_static_table_whatever_the_cache
     """The agreement experiment names `continuation_by: best`: its config (and hash) must not
     depend on the machine, so `registry.parse` never reads the calibration cache."""
     from specdec_study import study
-    from specdec_study.runner.agreement import agreement_config
+    from specdec_study.runner.experiments import RUNNERS
 
     mine = P.cache_key(P.machine_key("cpu"), "bfloat16", "embedded")
     P.write_cache(mine, record({"spec": "int8w:32768", "k": 4, "speedup": 9.0}))
     for dtype in ("float32", "auto"):
         P.write_cache(P.cache_key(P.machine_key("cpu"), dtype, "embedded"), P.read_cache()[mine])
     assert (parse("best").name, parse("best").k) == ("ngram", 7)
-    cfg = agreement_config(study.Session(study.load_profile("embedded"), study.ROOT / "results"))
+    S = study.Session(study.load_profile("embedded"), study.ROOT / "results")
+    cfg = RUNNERS["agreement"].config(S)
     assert (cfg["continuation_by"], cfg["continuation_k"]) == ("best", PRESETS["best"].k)
 
 

@@ -29,9 +29,9 @@ from specdec_study import pages as R
 from specdec_study.analysis import rules
 from specdec_study.environment.profiles import load_profile
 from specdec_study.environment.secrets import STORED_SECRETS
+from specdec_study.experiments import agreement as agreement_module
 from specdec_study.reporting.format import md_cell
 from specdec_study.results import bundle, catalog
-from specdec_study.runner import agreement as agreement_runner
 from specdec_study.runner import t4
 from specdec_study.runner.experiments import RUNNERS
 
@@ -73,7 +73,7 @@ def test_the_quick_profile_runs_what_decides_h1_to_h4(tmp_path):
     assert set(prof["experiments"]) == set(QUICK_EXPERIMENTS)
     assert {e.name for e in catalog.QUICK.experiments} == set(prof["experiments"])
     S = study.setup(catalog.QUICK_PROFILE, results_dir=str(tmp_path))
-    ag, sw = agreement_runner.agreement_config(S), RUNNERS["context_sweep"].config(S)
+    ag, sw = RUNNERS["agreement"].config(S), RUNNERS["context_sweep"].config(S)
     off = RUNNERS["context_sweep_nocache"].config(S)
     assert ag["contexts"] == ag["test_range"] == [10, 100]  # H3
     assert set(ag["test_range"]) <= set(sw["contexts"]) and sw["primary"] == ag["primary"]  # H4
@@ -144,15 +144,15 @@ def test_the_quick_counts_detect_the_published_fall_by_the_committed_power():
 def counting(monkeypatch, kill_at: int | None = None) -> list[tuple[int, int]]:
     """Record (document, context) of every teacher-forced view; raise Killed on call kill_at."""
     calls: list[tuple[int, int]] = []
-    real = agreement_runner._rows_at
+    real = agreement_module._rows_at
 
-    def rows_at(target, drafters, kinds, seq, cont, doc, p, context, view):
+    def rows_at(lab, loaded, drafters, kinds, seq, cont, doc, p, context, view):
         calls.append((doc, context))
         if kill_at is not None and len(calls) == kill_at:
             raise Killed
-        return real(target, drafters, kinds, seq, cont, doc, p, context, view)
+        return real(lab, loaded, drafters, kinds, seq, cont, doc, p, context, view)
 
-    monkeypatch.setattr(agreement_runner, "_rows_at", rows_at)
+    monkeypatch.setattr(agreement_module, "_rows_at", rows_at)
     return calls
 
 
@@ -160,18 +160,18 @@ def test_a_killed_agreement_pass_resumes_without_recomputing(tmp_path, monkeypat
     S = study.setup("smoke-pair", results_dir=str(tmp_path / "killed"))
     calls = counting(monkeypatch, kill_at=5)  # two views per pair: dies in the third pair
     with pytest.raises(Killed):
-        study.run_agreement(S)
+        study.run(S, "agreement")
     assert not (tmp_path / "killed" / "smoke-pair" / "agreement").exists()
     finished = calls[:4]
     monkeypatch.undo()
     monkeypatch.setenv("WANDB_MODE", "disabled")
     calls = counting(monkeypatch)
-    study.run_agreement(S)
+    study.run(S, "agreement")
     assert calls and not set(finished) & set(calls)  # the finished pairs were not recomputed
     assert not list((tmp_path / "killed" / "smoke-pair").glob(".agreement.partial-*"))
 
     whole = study.setup("smoke-pair", results_dir=str(tmp_path / "whole"))
-    study.run_agreement(whole)
+    study.run(whole, "agreement")
     rows = [(tmp_path / d / "smoke-pair/agreement/per_prompt.csv").read_text() for d in
             ("killed", "whole")]  # fmt: skip
     assert rows[0] == rows[1]
@@ -184,7 +184,7 @@ def smoke_pair_results(tmp_path_factory):
     mp.setenv("WANDB_MODE", "disabled")
     root = tmp_path_factory.mktemp("quick")
     S = study.setup("smoke-pair", results_dir=str(root))
-    study.run_agreement(S)
+    study.run(S, "agreement")
     study.run(S, "context_sweep")
     mp.undo()
     return S
@@ -370,7 +370,8 @@ from pathlib import Path
 
 sys.path.insert(0, {root!r})
 from specdec_study.environment import colab
-from specdec_study.runner import agreement
+from specdec_study.experiments import agreement
+from specdec_study.runner import lab  # torch loads before the stand-in google.colab (no spec)
 
 HERE = Path({here!r})
 colab.DRIVE = {drive!r}
@@ -409,14 +410,14 @@ real_rows_at = agreement._rows_at
 pause_at = int(os.environ.get("STANDIN_PAUSE_AT") or 0)
 views = []
 
-def rows_at(target, drafters, kinds, seq, cont, doc, p, context, view):
+def rows_at(lab, loaded, drafters, kinds, seq, cont, doc, p, context, view):
     views.append((doc, context))
     if len(views) == pause_at:
         (HERE / "paused").write_text(str(os.getpid()))
         time.sleep(3600)
     with open(HERE / os.environ["STANDIN_VIEWS"], "a") as f:
         f.write(json.dumps([doc, context]) + "\\n")
-    return real_rows_at(target, drafters, kinds, seq, cont, doc, p, context, view)
+    return real_rows_at(lab, loaded, drafters, kinds, seq, cont, doc, p, context, view)
 
 agreement._rows_at = rows_at
 """
@@ -511,7 +512,7 @@ def test_the_quick_notebook_killed_in_colab_resumes_and_its_bundle_reaches_the_b
     assert not list(results.glob(".agreement.partial-*"))
     assert (tmp_path / "mounts").read_text().splitlines() == [str(tmp_path / "content/drive")] * 2
     whole = study.setup("smoke-pair", results_dir=str(tmp_path / "whole"))
-    study.run_agreement(whole)
+    study.run(whole, "agreement")
     uninterrupted = tmp_path / "whole" / "smoke-pair" / "agreement" / "per_prompt.csv"
     assert (results / "agreement" / "per_prompt.csv").read_text() == uninterrupted.read_text()
 

@@ -14,13 +14,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from specdec_study.analysis.agreement import agreement_summary
 from specdec_study.analysis.implementations import implementations_summary
-from specdec_study.analysis.replay import continuation_summary
 from specdec_study.results import catalog
 from specdec_study.results.store import ExperimentResult
-
-TEXT, CONTINUATION = "text", "continuation"  # the agreement's two views (runner.agreement)
 
 
 def row_dicts(res: ExperimentResult) -> list[dict[str, Any]]:
@@ -31,24 +27,7 @@ def row_dicts(res: ExperimentResult) -> list[dict[str, Any]]:
     ]
 
 
-def _agreement(rows: list[dict], cfg: dict[str, Any], stated: dict[str, Any]) -> dict[str, Any]:
-    out = agreement_summary(
-        [r for r in rows if r.get("view") == TEXT],
-        cfg["text_contexts"],
-        k=cfg["k"],
-        test_range=cfg["test_range"],
-    )
-    out[CONTINUATION] = continuation_summary(
-        [r for r in rows if r.get("view") == CONTINUATION],
-        cfg["contexts"],
-        k=cfg["k"],
-        test_range=cfg["test_range"],
-    )
-    return out
-
-
 LISTED = {  # the experiments not yet moved to `specdec_study.experiments`
-    "agreement": _agreement,
     "implementations": lambda rows, cfg, _: implementations_summary(rows, cfg),
 }
 # experiment -> its summary from rows: an experiment module's declaration carries it

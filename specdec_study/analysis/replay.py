@@ -17,6 +17,9 @@ Scales of the change (rules.py decides on the first, declared before the numbers
 - `rejection_ratio`: (1 - acceptance at c1) / (1 - acceptance at c0);
 - `agreement`: mean per-position agreement on g at c1 minus at c0.
 
+Also the vocabulary of the agreement's rows: their views (`CONTINUATION`, `TEXT`) and the kinds
+of draft (`SHARED`, `EXIT`, `SEPARATE`, `CONTROL`, and the two controls' rows).
+
 Torch-free; knows nothing about models, drafts or files.
 """
 
@@ -36,6 +39,13 @@ CONTINUATION = "continuation"  # the `view` of rows scored on the target's greed
 TEXT = "text"  # the `view` of rows scored on the document's own next tokens
 CONSISTENCY = "target_vs_own_greedy"  # the target's teacher-forced argmax against its own g
 CONSISTENCY_KIND = "control: the target's teacher-forced argmax against its own greedy run"
+# how a draft relates to the target (the rows' `kind`; the runner reads it from the modules a
+# draft shares with the target, `runner.teacher_forced.draft_kind`)
+SHARED = "shares the target's hidden states"
+EXIT = "early exit of the target (its attention stops early)"
+SEPARATE = "a separate computation"
+CONTROL = "context-free control"
+TEXT_CONTROL = "control: the target against the real text"  # the target_vs_text row
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ from typing import Any
 import pandas as pd
 
 from specdec_study.analysis import rules
-from specdec_study.analysis.agreement import SEPARATE
 from specdec_study.analysis.changes import (
     acceptance_change,
     extra_growth,
@@ -26,6 +25,7 @@ from specdec_study.analysis.changes import (
     test_range,
     tokens_per_call_change,
 )
+from specdec_study.analysis.replay import SEPARATE
 from specdec_study.results.declare import BASELINE
 from specdec_study.results.read import Profile, stored_sweep_table, sweep_contexts
 from specdec_study.results.store import ExperimentResult

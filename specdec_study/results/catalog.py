@@ -18,8 +18,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from specdec_study import experiments
-from specdec_study.analysis import agreement
-from specdec_study.experiments import context_sweep
+from specdec_study.experiments import agreement, context_sweep
 from specdec_study.results.declare import BASELINE, Experiment, Notebook
 
 __all__ = [

@@ -18,10 +18,7 @@ from typing import Any, NamedTuple
 from specdec_study.results import catalog
 from specdec_study.results.declare import Experiment
 from specdec_study.results.store import ExperimentResult
-from specdec_study.runner import (
-    agreement,
-    implementations,
-)
+from specdec_study.runner import implementations
 from specdec_study.runner.lab import Lab
 from specdec_study.runner.session import Session
 
@@ -43,7 +40,6 @@ def bound(e: Experiment) -> Runner:
 
 
 LISTED: dict[str, Runner] = {
-    "agreement": Runner(agreement.run_agreement, agreement.agreement_config),
     "implementations": Runner(
         implementations.run_implementations, implementations.implementations_config
     ),

@@ -40,7 +40,6 @@ from specdec_lib.config import SamplingConfig, SpecConfig
 from specdec_lib.core.decode import device_sync
 from specdec_lib.errors import SpecdecError
 from specdec_study.runner import real_shapes
-from specdec_study.runner.agreement import run_agreement
 from specdec_study.runner.experiments import RUNNERS
 from specdec_study.runner.implementations import run_implementations
 from specdec_study.runner.prompts import prompts_for
@@ -69,7 +68,7 @@ def check_identity(study_run: Session) -> dict[str, Any]:
         RUNNERS["transformer_draft"].run,
         RUNNERS["context_sweep"].run,
         RUNNERS["context_sweep_nocache"].run,
-        run_agreement,
+        RUNNERS["agreement"].run,
         RUNNERS["k_sweep"].run,
         RUNNERS["sampling"].run,
         RUNNERS["peers"].run,

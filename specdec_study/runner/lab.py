@@ -10,8 +10,10 @@ named for what it does (`hf_problem`, `hf_arms`: Hugging Face's arms, `runner.pe
 `distribution_checks`, `sequence_checks`: the sampling checks, `runner.distribution`;
 `load_target(dtype=...)` and `target_dtype`: the target in another dtype and the name of its
 own, the transformer draft's identity per dtype; `interleaved_rows`: 04's interleaved blocks,
-`runner.interleaved`; `drafters`, `draft_kinds`: the drafts and how each relates to the target,
-`runner.teacher_forced`), never a hook that calls any function.
+`runner.interleaved`; `drafters`, `draft_kinds`, `teacher_forced`: the drafts, how each relates
+to the target and their teacher-forced guesses, `runner.teacher_forced`; `article_tokens` and
+`continuer`: the eval articles' tokens and the target's greedy continuations, the agreement's,
+`runner.continuations`), never a hook that calls any function.
 Knows nothing about what any experiment measures.
 """
 
@@ -22,15 +24,15 @@ from typing import Any
 
 from specdec_lib.config import SamplingConfig
 from specdec_lib.core.draft import Drafter
-from specdec_lib.data import Prompt
+from specdec_lib.data import Prompt, article_token_ids
 from specdec_lib.measure.paired import WARMUP_TOKENS, Arm
 from specdec_lib.models import LoadedModel
 from specdec_study.results.declare import Experiment
 from specdec_study.results.store import Checkpoint, ExperimentResult
-from specdec_study.runner import distribution, peers
+from specdec_study.runner import continuations, distribution, peers
 from specdec_study.runner.execute import Progress, Run, execute, paired
 from specdec_study.runner.interleaved import interleaved_rows
-from specdec_study.runner.prompts import prompts_for
+from specdec_study.runner.prompts import eval_articles, prompts_for
 from specdec_study.runner.session import (
     Session,
     arm_name,
@@ -40,7 +42,7 @@ from specdec_study.runner.session import (
     load_target,
     make_arm,
 )
-from specdec_study.runner.teacher_forced import draft_kind
+from specdec_study.runner.teacher_forced import draft_kind, teacher_forced_guesses
 
 
 class Lab:
@@ -64,6 +66,12 @@ class Lab:
     def profile(self) -> dict[str, Any]:
         """The session's profile."""
         return self.study.profile
+
+    @property
+    def overrides(self) -> dict[str, Any]:
+        """The notebook's overrides (`Session.overrides`; `section` applies them to the keys a
+        section has)."""
+        return self.study.overrides
 
     def section(self, experiment: str | None = None) -> dict[str, Any]:
         """The profile's section for the experiment (its declared defaults under it), with the
@@ -163,6 +171,26 @@ class Lab:
     def prompts(self, loaded: LoadedModel, n: int, context: int, **kwargs: Any) -> list[Prompt]:
         """The profile's `n` prompts of `context` eval tokens (`runner.prompts.prompts_for`)."""
         return prompts_for(self.study, loaded, n, context, **kwargs)
+
+    def article_tokens(self, loaded: LoadedModel) -> list[list[int]]:
+        """The token ids of every eval article, in the tokenizer of `loaded`
+        (`runner.prompts.eval_articles`), indexed as a prompt's `article`."""
+        return article_token_ids(loaded.tokenizer, eval_articles(self.study))
+
+    def continuer(
+        self, loaded: LoadedModel, cfg: dict[str, Any]
+    ) -> Callable[[list[list[int]]], list[list[int]]]:
+        """prompts -> the target's greedy continuation of each, as the config says (the agreement's
+        `continuation_by` run or batched plain greedy decoding; `runner.continuations`)."""
+        return continuations.continuer(self.study, loaded, cfg)
+
+    @staticmethod
+    def teacher_forced(
+        loaded: LoadedModel, drafters: dict[str, Drafter], seq: Sequence[int], n: int
+    ) -> tuple[list[int], dict[str, list[int]]]:
+        """The target's greedy next token at the last n positions of seq and each draft's guess
+        there, teacher-forced in one call (`runner.teacher_forced.teacher_forced_guesses`)."""
+        return teacher_forced_guesses(loaded.model, drafters, seq, n)
 
     def interleaved_rows(
         self, loaded: LoadedModel, cfg: dict[str, Any], arms: list[Arm], on_row: Progress

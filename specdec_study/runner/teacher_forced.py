@@ -1,6 +1,6 @@
 """How a draft relates to the target, and teacher-forced guesses of many drafts at once.
 
-`draft_kind` reads it from the modules a draft shares with the target (`analysis.agreement`'s
+`draft_kind` reads it from the modules a draft shares with the target (`analysis.replay`'s
 SHARED, EXIT, SEPARATE or CONTROL); `teacher_forced_guesses` gives the target's greedy next
 token and every draft's guess at the last n positions of one sequence, with one target forward
 (early exits are read from it by a hook). Knows nothing about experiments or result files.
@@ -19,7 +19,7 @@ from specdec_lib.core.draft import Drafter
 from specdec_lib.drafters.model import ModelDrafter
 from specdec_lib.drafters.self_draft import decoder_path
 from specdec_lib.errors import SpecdecError
-from specdec_study.analysis.agreement import CONTROL, EXIT, SEPARATE, SHARED
+from specdec_study.analysis.replay import CONTROL, EXIT, SEPARATE, SHARED
 
 
 def exit_layers(drafter: Drafter, target_model: torch.nn.Module) -> int | None:

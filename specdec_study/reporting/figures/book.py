@@ -19,8 +19,9 @@ from specdec_study.analysis.changes import (
 from specdec_study.analysis.rules import PUBLISHED_K
 from specdec_study.analysis.theory import a_from_rate
 from specdec_study.analysis.verdicts import sweep_primary
+from specdec_study.experiments import agreement
 from specdec_study.reporting.earlier import earlier_drop, earlier_recomputed
-from specdec_study.reporting.figures import arms, context_length, results
+from specdec_study.reporting.figures import arms, context_length
 from specdec_study.reporting.identity import identity_margins
 from specdec_study.results.catalog import BASELINE
 from specdec_study.results.read import Profile, role_arm, stored_sweep_table, sweep_contexts
@@ -69,7 +70,7 @@ def fig_ladder(p: Profile) -> Any:
     agr = p.get("agreement")
     if agr is None or not (agr.summary.get("continuation") or {}).get("changes"):
         return None
-    return results.ladder_dose_response(agr.summary, agr.rows)
+    return agreement.ladder_dose_response(agr.summary, agr.rows)
 
 
 def fig_replay(p: Profile) -> Any:
@@ -77,7 +78,7 @@ def fig_replay(p: Profile) -> Any:
     agr = p.get("agreement")
     if agr is None or not agr.summary.get("continuation"):
         return None
-    return results.replay_vs_context(agr.summary, agr.rows)
+    return agreement.replay_vs_context(agr.summary, agr.rows)
 
 
 def training_record(p: Profile) -> tuple[str, dict[str, Any]] | None:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
-from specdec_study.reporting.figures import implementations, results
+from specdec_study.reporting.figures import implementations
 from specdec_study.reporting.figures.style import save
 from specdec_study.results import catalog
 from specdec_study.results.catalog import experiment as declaration
@@ -26,11 +26,6 @@ Drawing = Callable[[dict[str, Any], Sequence[dict[str, Any]]], Any]
 # experiment -> figure file -> what draws it (each file its declaration names; a test checks):
 # an experiment module's figures carry their drawing (`Figure.draw`); the others are listed here
 LISTED: dict[str, dict[str, Drawing]] = {
-    "agreement": {
-        "agreement_vs_context.png": results.agreement_vs_context,
-        "replay_vs_context.png": results.replay_vs_context,
-        "ladder_dose_response.png": results.ladder_dose_response,
-    },
     "implementations": {"implementations.png": implementations.implementations_figure},
 }
 DRAWINGS: dict[str, dict[str, Drawing]] = {

@@ -10,8 +10,8 @@ torch: `specdec_study/environment/colab.py`), one cell tagged `parameters` with 
 only (papermill; `profile = "auto"` is resolved by `study.setup`), a cell that derives the
 run from the profile and prints its estimated time (`study.print_estimate`), then one cell per
 experiment calling into `specdec_study.study`, which writes the result files (see
-results/SCHEMA.md). Titles, texts and calls are the declarations'
-(`specdec_study/results/catalog.py` and each experiment's analysis module).
+results/SCHEMA.md). Titles, texts and calls are the declarations' (each experiment's module in
+`specdec_study/experiments`, found by `specdec_study/results/catalog.py`).
 The notebooks are committed without outputs.
 """
 

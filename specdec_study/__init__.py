@@ -7,12 +7,13 @@ into rows through the library; `results` stores them; `analysis` summarizes them
 notebooks') and `pages` (the book's) are the only facades; `cli` is the command line.
 
 An experiment is one module of `experiments/` (its declaration, config, run, summary and
-figures; `experiments/README.md` has the design), found by `results.catalog`. One experiment of
-notebook 04 (`implementations`) is not yet moved: it keeps its name in each layer,
-`runner/<name>.py` measures its rows, `analysis/<name>.py` declares it and summarizes them,
-`reporting/<name>.py` and `reporting/figures/<name>.py` present them.
-A moved experiment whose torch side the runner keeps has a runner module of its name too
-(`runner/peers.py`). Experiment 06's module is `speculative_sampling.py` and 02's (`bigram`) is
-`bigram_draft.py`, so that no file shares a name with the library's `core/sampling.py` (the
-sampling primitive) or `drafters/bigram.py` (the bigram drafter).
+figures; `experiments/README.md` has the design), found by `results.catalog`; no other module
+has its name. Its torch side stays in the runner, behind the `runner.lab.Lab` the module is
+handed, in modules named for what they do (`runner/interleaved.py`, `continuations.py`,
+`teacher_forced.py`, `distribution.py`), except `runner/peers.py`, Hugging Face's arms of 07.
+Book pages' helpers name what they hold (`reporting/implementation_tables.py`,
+`reporting/figures/implementation_figures.py`). Experiment 06's module is
+`speculative_sampling.py` and 02's (`bigram`) is `bigram_draft.py`, so that no file shares a
+name with the library's `core/sampling.py` (the sampling primitive) or `drafters/bigram.py`
+(the bigram drafter).
 """

@@ -24,7 +24,7 @@ from specdec_study.reporting.figures.book import (
     fig_baseline_growth, fig_divergence_margins, fig_earlier_study, fig_ladder,
     fig_measured_vs_predicted, fig_position_acceptance, fig_prompt_confound, fig_replay,
     fig_speedup_vs_context, fig_time_split, fig_training_curve)
-from specdec_study.reporting.figures.implementations import fig_implementations
+from specdec_study.reporting.figures.implementation_figures import fig_implementations
 from specdec_study.reporting.figures.style import new_figure, show
 from specdec_study.reporting.format import (admonition, ci, ci_pct, common_markdown, download_role,
                                           md_code, md_table, md_text, missing_note, num, pct,
@@ -36,9 +36,10 @@ from specdec_study.reporting.hypotheses import (LABELS, h3_per_draft, rule_markd
 from specdec_study.reporting.hypotheses_summary import (key_numbers, replay_check_sentence,
                                                       t4_beside)
 from specdec_study.reporting.identity import identity_clause, identity_sentence, identity_table
-from specdec_study.reporting.implementations import (implementations_glue, implementations_rule,
-                                                   implementations_shape, implementations_table,
-                                                   slowest_block)
+from specdec_study.reporting.implementation_tables import (implementations_glue,
+                                                          implementations_rule,
+                                                          implementations_shape,
+                                                          implementations_table, slowest_block)
 from specdec_study.reporting.runs import (batch_time_sentence, config_table, env_table,
                                         total_batch_seconds)
 from specdec_study.reporting.sampling_tables import (sampling_table, sequence_sentence,

@@ -8,15 +8,15 @@ the target (once per process), builds the arms, runs them paired and interleaved
 and publishes the directory atomically (`results.store.publish`). The layout and every key are
 documented in `results/SCHEMA.md`.
 
-The notebooks' API (nothing inside specdec_lib imports it): the code lives in
-`specdec_study.runner` (the context, execution, one module per experiment), the torch-free
-summaries and each experiment's declaration in `specdec_study.analysis`, and the one list of
-experiments in `specdec_study.results.catalog`; notebooks, the gpu-check and the tests call
+The notebooks' API (nothing inside specdec_lib imports it): each experiment lives in its module
+of `specdec_study.experiments` (declaration, config, run, summary, figures; torch-free), the
+torch side in `specdec_study.runner` (the context, execution, the `Lab` an experiment runs
+with), the shared summaries in `specdec_study.analysis`, and the notebooks are found by
+`specdec_study.results.catalog`; notebooks, the gpu-check and the tests call
 `study.*`. `run(study_run, name)` runs any declared experiment by the name the notebook's cell
 types (`runner.experiments.RUNNERS`, which binds every experiment module of
-`specdec_study.experiments` unnamed). The `run_*` functions, imported here by name, are the
-runner modules' own for the experiments not yet moved into that package
-(`specdec_study/experiments/README.md`); a moved experiment's notebook calls `run`.
+`specdec_study.experiments` unnamed); every notebook's cell calls `run` once it is
+regenerated (the `run_*` names left below serve the committed notebooks until then).
 `python -m specdec_study.study download` is `make download` (`environment.hub`).
 """
 
@@ -47,7 +47,6 @@ from specdec_study.runner.distribution import (
 from specdec_study.runner.estimate import print_estimate
 from specdec_study.runner.execute import rel
 from specdec_study.runner.experiments import RUNNERS
-from specdec_study.runner.implementations import run_implementations
 from specdec_study.runner.prompts import prompts_for
 from specdec_study.runner.session import (
     MODELS,
@@ -64,11 +63,13 @@ from specdec_study.runner.teacher_forced import draft_kind, teacher_forced_guess
 from specdec_study.runner.tiny import tiny_random_model, tiny_tokenizer
 
 EXPERIMENTS = NOTEBOOKS  # notebook -> the result directories it writes (results.catalog)
-# 04's (`specdec_study.experiments.context_sweep`, `.agreement`) as the committed notebooks call
+# 04's (`specdec_study.experiments.context_sweep`, `.agreement`, `.implementations`) as the
+# committed notebooks call
 # them (and the tests that execute those notebooks), until the notebooks are regenerated from
 # their declared `call`, `run(study_run, name)`; then these go
 run_context_sweep_nocache = RUNNERS["context_sweep_nocache"].run
 run_agreement = RUNNERS["agreement"].run
+run_implementations = RUNNERS["implementations"].run
 
 
 def run_context_sweep(study_run: Session, *, use_cache: bool = True) -> ExperimentResult:

@@ -24,12 +24,12 @@ from conftest import FAKE_SECRETS, files_containing, whole_config
 
 from specdec_study import pages as report
 from specdec_study.analysis import stats
-from specdec_study.analysis.implementations import VARIANTS as IMPL_VARIANTS
-from specdec_study.analysis.implementations import implementations_summary, variant_arms
 from specdec_study.analysis.replay import continuation_summary
 from specdec_study.analysis.summary import summarize
 from specdec_study.experiments.baseline import baseline_headline
 from specdec_study.experiments.bigram_draft import headline_pair
+from specdec_study.experiments.implementations import VARIANTS as IMPL_VARIANTS
+from specdec_study.experiments.implementations import implementations_summary, variant_arms
 from specdec_study.experiments.k_sweep import k_row
 from specdec_study.experiments.speculative_sampling import temperature_rows
 from specdec_study.results.schema import declared_config

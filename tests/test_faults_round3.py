@@ -120,7 +120,6 @@ def all_configs(prof: dict) -> dict[str, str]:
     refuses the profile: a refusal is never a silent reuse)."""
     from specdec_lib.config import config_hash
     from specdec_study.experiments import peers, speculative_sampling
-    from specdec_study.runner import implementations
     from specdec_study.runner.experiments import RUNNERS
     from specdec_study.runner.lab import Lab
     from specdec_study.runner.session import Session
@@ -136,7 +135,7 @@ def all_configs(prof: dict) -> dict[str, str]:
         "k_sweep": RUNNERS["k_sweep"].config,
         "sampling": lambda S: speculative_sampling.config(Lab(S, speculative_sampling.sampling)),
         "peers": lambda S: peers.peers_config(Lab(S, peers.peers), None),
-        "implementations": implementations.implementations_config,
+        "implementations": RUNNERS["implementations"].config,
     }
     out = {}
     for name, make in makers.items():

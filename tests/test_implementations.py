@@ -17,8 +17,8 @@ import pytest
 from specdec_lib.config import config_hash
 from specdec_lib.errors import SpecdecError
 from specdec_study import study
-from specdec_study.analysis import implementations as impl
-from specdec_study.analysis.implementations import (
+from specdec_study.experiments import implementations as impl
+from specdec_study.experiments.implementations import (
     DOES_NOT_REPRODUCE,
     FLAT_BAND,
     INCONCLUSIVE,
@@ -47,10 +47,9 @@ def smoke(tmp_path: Path, **profile: Any) -> study.Session:
 
 
 def test_the_config_times_every_variant_on_the_context_sweeps_documents(tmp_path):
-    from specdec_study.runner.implementations import implementations_config
 
     s = smoke(tmp_path)
-    cfg = implementations_config(s)
+    cfg = RUNNERS["implementations"].config(s)
     sweep = RUNNERS["context_sweep"].config(s)
     assert cfg["anchor_min"] == sweep["anchor_min"] and cfg["anchor_room"] == sweep["anchor_room"]
     assert list(cfg["arms"]) == ARMS
@@ -76,22 +75,20 @@ def test_the_config_times_every_variant_on_the_context_sweeps_documents(tmp_path
 
 
 def test_a_profile_may_run_fewer_variants_and_the_uncached_baseline_only_when_needed(tmp_path):
-    from specdec_study.runner.implementations import implementations_config
 
     prof = study.load_profile("smoke")
     prof["experiments"]["implementations"]["variants"] = ["cached", "mixed_target"]
-    cfg = implementations_config(study.Session(prof, tmp_path))
+    cfg = RUNNERS["implementations"].config(study.Session(prof, tmp_path))
     assert list(cfg["variants"]) == ["mixed_target", "cached"]  # the study's order
     assert list(cfg["arms"]) == ["baseline", "mixed_target", "cached"]
 
 
 def test_an_unknown_variant_is_refused_in_one_line(tmp_path):
-    from specdec_study.runner.implementations import implementations_config
 
     prof = study.load_profile("smoke")
     prof["experiments"]["implementations"]["variants"] = ["cached", "halfcached"]
     with pytest.raises(SpecdecError) as err:
-        implementations_config(study.Session(prof, tmp_path))
+        RUNNERS["implementations"].config(study.Session(prof, tmp_path))
     assert "halfcached" in str(err.value) and "\n" not in str(err.value)
 
 
@@ -101,10 +98,8 @@ def test_an_unknown_variant_is_refused_in_one_line(tmp_path):
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
     """The experiment on the smoke profile's tiny models in float32, greedy (seconds)."""
-    from specdec_study.runner.implementations import implementations_config, run_implementations
-
     s = study.setup("smoke", results_dir=str(tmp_path_factory.mktemp("res")), dtype="float32")
-    return implementations_config(s), run_implementations(s)
+    return RUNNERS["implementations"].config(s), study.run(s, "implementations")
 
 
 def test_the_rows_are_one_per_arm_prompt_and_context_with_variant_and_caches(smoke_run):
@@ -408,9 +403,8 @@ def test_the_time_estimate_counts_each_arms_own_target_cache(tmp_path):
     """The notebook's estimate (`runner.estimate.work`) feeds an arm whose target recomputes the
     prefix the whole sequence per call, and a cached arm one token (per K + 1) per call."""
     from specdec_study.runner.estimate import work
-    from specdec_study.runner.implementations import implementations_config
 
-    cfg = implementations_config(smoke(tmp_path))
+    cfg = RUNNERS["implementations"].config(smoke(tmp_path))
     calls = work("implementations", cfg)
     per_block = 3 * len(cfg["arms"])  # per arm its prefill, its decode and its warm-up
     assert len(calls) == per_block * len(cfg["contexts"])
@@ -427,7 +421,7 @@ def test_identity_is_counted_against_each_variants_own_baseline():
     baseline, prompt by prompt at one context."""
     import pandas as pd
 
-    from specdec_study.reporting.implementations import identical_to_own_baseline
+    from specdec_study.reporting.implementation_tables import identical_to_own_baseline
 
     rows = pd.DataFrame(
         [

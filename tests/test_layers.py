@@ -222,6 +222,7 @@ def test_arrows_run_one_way(layer, must_not_import):
         "specdec_study.experiments.baseline",
         "specdec_study.experiments.bigram_draft",
         "specdec_study.experiments.context_sweep",
+        "specdec_study.experiments.implementations",
         "specdec_study.experiments.k_sweep",
         "specdec_study.experiments.peers",
         "specdec_study.experiments.speculative_sampling",
@@ -301,10 +302,11 @@ def test_no_module_function_string_or_module_getattr_outside_the_drafter_grammar
     assert found == {}, f"lazy references left: {found}"
 
 
-# The one kind of shared file name allowed: an experiment's modules keep its name in each layer
-# (runner: its rows; analysis: its summary, rule and declaration; reporting: its book tables;
-# reporting/figures: its drawing), as specdec_study/__init__.py says; and `tree`, the tree
-# verification (core) and the tree drafter (drafters), one concept at two layers of the library.
+# The one kind of shared file name allowed: a concept's modules keep its name in each layer of
+# the study (`decomposition`: analysis, its reporting and its figure; `peers`: the experiment
+# module and its torch side in the runner); and `tree`, the tree verification (core) and the
+# tree drafter (drafters), one concept at two layers of the library. An experiment module's
+# name is otherwise its own (`test_an_experiment_module_s_name_is_no_other_module_s`).
 SAME_CONCEPT_LAYERS = {
     "specdec_study/experiments",
     "specdec_study/runner",
@@ -338,3 +340,23 @@ def test_no_two_modules_share_a_name_but_an_experiment_across_its_layers():
     assert shared_names(planted) == {"sampling.py": {"specdec_lib/core", "specdec_study/runner"}}
     paths = [p for pkg in (PKG, STUDY) for p in pkg.rglob("*.py")]
     assert shared_names(paths) == {}
+
+
+# the one module that shares an experiment module's name: 07's torch side (Hugging Face's arms)
+EXPERIMENT_NAME_SHARED = {"specdec_study/runner/peers.py"}
+
+
+def test_an_experiment_module_s_name_is_no_other_module_s():
+    """Each experiment lives in its one module (issue 40): no module elsewhere in the library or
+    the study has its file name (notebook 04's `runner/agreement.py`, `runner/implementations.py`,
+    `reporting/implementations.py` and the like went or were renamed for what they hold), but
+    `runner/peers.py`. Planting `specdec_study/runner/agreement.py` fails it."""
+    names = {p.name for p in EXPERIMENTS.glob("*.py") if p.name != "__init__.py"}
+    assert {"agreement.py", "context_sweep.py", "implementations.py"} <= names
+    others = {
+        p.relative_to(ROOT).as_posix()
+        for pkg in (PKG, STUDY)
+        for p in pkg.rglob("*.py")
+        if p.name in names and p.parent != EXPERIMENTS
+    }
+    assert others == EXPERIMENT_NAME_SHARED

@@ -395,11 +395,11 @@ def test_study_run_functions_are_the_runners_and_listed():
     runners' run functions, each the one `runner.experiments.RUNNERS` binds; any other name is
     an AttributeError."""
     from specdec_study.results.catalog import experiment as declaration
-    from specdec_study.runner.experiments import LISTED, RUNNERS
+    from specdec_study.runner.experiments import RUNNERS
 
     # an experiment module's run is bound to a Lab (`runner.experiments.bound`): the study
     # exposes it under the name its declared call gives, where that is not `study.run`
-    moved = {n: declaration(n).call for n in RUNNERS if n not in LISTED}
+    moved = {n: declaration(n).call for n in RUNNERS}
     named = {c.removeprefix("study.").split("(", 1)[0] for c in moved.values()} - {"run"}
     listed = {n for n in dir(study) if n.startswith("run_")}
     # a moved experiment whose committed notebook still calls `study.run_<name>` keeps that
@@ -408,10 +408,8 @@ def test_study_run_functions_are_the_runners_and_listed():
     kept = {n for n in listed if n.removeprefix("run_") in moved}
     for n in kept - {"run_context_sweep"}:
         assert getattr(study, n) is RUNNERS[n.removeprefix("run_")].run
-    assert listed == {r.run.__name__ for r in LISTED.values()} | named | kept
+    assert listed == named | kept
     assert listed <= set(study.__all__) and listed <= set(vars(study))
-    for r in LISTED.values():
-        assert getattr(study, r.run.__name__) is r.run
     with pytest.raises(AttributeError, match="run_nope"):
         study.run_nope  # noqa: B018
 

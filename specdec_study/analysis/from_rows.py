@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from specdec_study.analysis.implementations import implementations_summary
 from specdec_study.results import catalog
 from specdec_study.results.store import ExperimentResult
 
@@ -27,14 +26,8 @@ def row_dicts(res: ExperimentResult) -> list[dict[str, Any]]:
     ]
 
 
-LISTED = {  # the experiments not yet moved to `specdec_study.experiments`
-    "implementations": lambda rows, cfg, _: implementations_summary(rows, cfg),
-}
 # experiment -> its summary from rows: an experiment module's declaration carries it
-SUMMARIZED = {
-    **LISTED,
-    **{n: e.summarize for n, (_, e) in catalog.declared().items() if e.summarize is not None},
-}
+SUMMARIZED = {n: e.summarize for n, (_, e) in catalog.declared().items() if e.summarize is not None}
 
 _CACHE: dict[int, tuple[ExperimentResult, dict[str, Any]]] = {}
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import numpy as np
 
 from specdec_lib.errors import SpecdecError
-from specdec_study.analysis import implementations, stats
+from specdec_study.analysis import stats
 from specdec_study.analysis.summary import (
     AcceptanceColumns,
     ArmsCell,
@@ -35,7 +35,7 @@ from specdec_study.analysis.summary import (
     point,
     summarize,
 )
-from specdec_study.experiments import agreement
+from specdec_study.experiments import agreement, implementations
 from specdec_study.reporting.figures import context_length as context_figures
 from specdec_study.results.declare import (
     BASELINE,

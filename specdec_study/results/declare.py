@@ -5,13 +5,13 @@ profile names none; and a notebook (name, title, text, the experiments it runs).
 every study summary has (`StudySummary`) and every study config has (`StudyConfig`, and the
 paired and single-context configs several experiments share). Stdlib only.
 
-A declaration is data, read by the torch-free half (catalog, readings, schema, the book). An
-experiment of the `specdec_study.experiments` package also carries its own code in it: its
-config and run (`build_config`, `run`: functions of a `runner.lab.Lab`, which the runner hands
-them, so that the module imports no runner and no torch), its summary from rows (`summarize`)
-and each figure's drawing (`Figure.draw`). For an experiment not yet moved there, what runs it
-(`runner.experiments.RUNNERS`) and what draws each figure
-(`reporting.figures.declared.DRAWINGS`) sit in the layers that own them.
+A declaration is data, read by the torch-free half (catalog, readings, schema, the book). The
+experiment modules of the `specdec_study.experiments` package also carry their own code in it:
+its config and run (`build_config`, `run`: functions of a `runner.lab.Lab`, which the runner
+hands them, so that the module imports no runner and no torch), its summary from rows
+(`summarize`) and each figure's drawing (`Figure.draw`); the layers that use them find them
+there (`runner.experiments.RUNNERS`, `analysis.from_rows.SUMMARIZED`,
+`reporting.figures.declared.DRAWINGS`).
 
 Knows nothing about any particular experiment nor about the order of the study
 (`results.catalog` finds the notebooks).
@@ -88,12 +88,12 @@ class SingleContextConfig(PairedConfig):
 
 @dataclass(frozen=True)
 class Figure:
-    """One figure of a result directory: `figures/<file>`, shown with `caption`; drawn by the
-    function `reporting.figures.declared.DRAWINGS` gives for the experiment and the file."""
+    """One figure of a result directory: `figures/<file>`, shown with `caption`; drawn by `draw`
+    (`reporting.figures.declared.DRAWINGS` gives it by experiment and file)."""
 
     file: str
     caption: str
-    # (summary, rows) -> matplotlib Figure or None; None here: bound in `DRAWINGS` instead
+    # (summary, rows) -> matplotlib Figure or None; None here: whatever `DRAWINGS` binds for it
     draw: Callable[[dict[str, Any], Sequence[dict[str, Any]]], Any] | None = field(
         default=None, compare=False
     )
@@ -120,9 +120,9 @@ class Experiment:
     `build_config` and `run`: the experiment's config (from the profile alone, loading no model)
     and its run, each a function of the `runner.lab.Lab` the runner hands it; `summarize`: its
     summary sections from its rows, (rows, config, stated summary) -> dict (what
-    `analysis.from_rows` checks the book's numbers with). None: the experiment is bound in
-    `runner.experiments.RUNNERS` / `analysis.from_rows.SUMMARIZED` instead (not yet moved to
-    the `experiments` package)."""
+    `analysis.from_rows` checks the book's numbers with). Every experiment of the catalog has a
+    run and a config (`runner.experiments.bound` refuses one without); one without `summarize`
+    has its book's numbers read from its summary."""
 
     name: str
     what: str

@@ -4,8 +4,7 @@ reproduction (`runner.reproduce`), the kept-results check (`runner.keep`) and th
 
 An experiment of the `specdec_study.experiments` package carries its run and config in its
 declaration, as functions of a `runner.lab.Lab`: `bound` hands them one, and every such
-declaration of the catalog is bound here without being named. The experiments not yet moved
-there keep their line in `LISTED`, a plain import of their runner module.
+declaration of the catalog is bound here without being named.
 Knows nothing about what an experiment measures or how its figures are drawn
 (`reporting.figures.declared.DRAWINGS`).
 """
@@ -18,7 +17,6 @@ from typing import Any, NamedTuple
 from specdec_study.results import catalog
 from specdec_study.results.declare import Experiment
 from specdec_study.results.store import ExperimentResult
-from specdec_study.runner import implementations
 from specdec_study.runner.lab import Lab
 from specdec_study.runner.session import Session
 
@@ -39,12 +37,4 @@ def bound(e: Experiment) -> Runner:
     return Runner(lambda s: run(Lab(s, e)), lambda s: build_config(Lab(s, e)))
 
 
-LISTED: dict[str, Runner] = {
-    "implementations": Runner(
-        implementations.run_implementations, implementations.implementations_config
-    ),
-}
-RUNNERS: dict[str, Runner] = {
-    name: LISTED[name] if name in LISTED else bound(e)
-    for name, (_, e) in catalog.declared().items()
-}
+RUNNERS: dict[str, Runner] = {name: bound(e) for name, (_, e) in catalog.declared().items()}

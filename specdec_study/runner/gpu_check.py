@@ -41,7 +41,6 @@ from specdec_lib.core.decode import device_sync
 from specdec_lib.errors import SpecdecError
 from specdec_study.runner import real_shapes
 from specdec_study.runner.experiments import RUNNERS
-from specdec_study.runner.implementations import run_implementations
 from specdec_study.runner.prompts import prompts_for
 from specdec_study.runner.session import MODELS, Session, get_drafter, load_target, setup
 
@@ -72,7 +71,7 @@ def check_identity(study_run: Session) -> dict[str, Any]:
         RUNNERS["k_sweep"].run,
         RUNNERS["sampling"].run,
         RUNNERS["peers"].run,
-        run_implementations,
+        RUNNERS["implementations"].run,
     ]
     for run in runs:
         res = run(study_run)

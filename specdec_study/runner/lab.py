@@ -79,6 +79,12 @@ class Lab:
         (04's cache-off sweep runs on `context_sweep`'s prompts)."""
         return self.study.exp(experiment or self.name)
 
+    def profile_section(self, experiment: str) -> dict[str, Any] | None:
+        """Another experiment's section as the profile gives it (its declared defaults under it),
+        without the notebook's overrides; None when there is none (`Session.section`: 04's
+        positive control takes the context sweep's anchors from it)."""
+        return self.study.section(experiment)
+
     def base_config(self) -> dict[str, Any]:
         """The keys every config starts with (`runner.session.base_config`)."""
         return base_config(self.study, self.name)

@@ -14,7 +14,6 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
-from specdec_study.reporting.figures import implementations
 from specdec_study.reporting.figures.style import save
 from specdec_study.results import catalog
 from specdec_study.results.catalog import experiment as declaration
@@ -23,15 +22,10 @@ from specdec_study.results.catalog import experiment as declaration
 CAPTION_RE = re.compile(r"Figure (\d+) \((?:`)?([\w.-]+\.png)(?:`)?\)\.")
 
 Drawing = Callable[[dict[str, Any], Sequence[dict[str, Any]]], Any]
-# experiment -> figure file -> what draws it (each file its declaration names; a test checks):
-# an experiment module's figures carry their drawing (`Figure.draw`); the others are listed here
-LISTED: dict[str, dict[str, Drawing]] = {
-    "implementations": {"implementations.png": implementations.implementations_figure},
-}
+# experiment -> figure file -> what draws it (each file its declaration names; a test checks),
+# from each declared figure's drawing (`Figure.draw`)
 DRAWINGS: dict[str, dict[str, Drawing]] = {
-    name: LISTED[name]
-    if name in LISTED
-    else {f.file: f.draw for f in e.figures if f.draw is not None}
+    name: {f.file: f.draw for f in e.figures if f.draw is not None}
     for name, (_, e) in catalog.declared().items()
 }
 

@@ -1,7 +1,7 @@
 """The positive control (`implementations`) for the book: its table (per variant and context:
 tokens per call, the paired speedup, the earlier study's single-divisor speedup, n) and its shape
 per variant (single-divisor speedup at the lowest and highest context, their ratio, the rule's
-label), both from the stored summary. The label is the one `analysis.implementations.shape_label`
+label), both from the stored summary. The label is the one `experiments.implementations.shape_label`
 decides, recomputed from the stored intervals so that a summary written before a label existed
 reads the same. Knows nothing about how the rows were measured; text it reads is returned as
 data (the book escapes it).
@@ -13,8 +13,13 @@ from typing import Any
 
 import pandas as pd
 
-from specdec_study.analysis.implementations import REPRODUCES, SHAPE_FALL, SHAPE_RULE, shape_label
-from specdec_study.reporting.figures.implementations import variant_name
+from specdec_study.experiments.implementations import (
+    REPRODUCES,
+    SHAPE_FALL,
+    SHAPE_RULE,
+    shape_label,
+)
+from specdec_study.reporting.figures.implementation_figures import variant_name
 from specdec_study.reporting.format import ci, md_code
 
 

@@ -96,12 +96,6 @@ def draw_implementations(summary: dict[str, Any], published: pd.DataFrame | None
     return fig
 
 
-def implementations_figure(summary: dict[str, Any], rows: Any = None) -> Any:
-    """The declared figure of a result directory (`implementations.png`): its summary, with the
-    published rows."""
-    return draw_implementations(summary, earlier_recomputed())
-
-
 def fig_implementations(p: Any) -> Any:
     """The book's figure from a profile's results (a `results.read.Profile`); None when the
     profile has no `implementations` result."""

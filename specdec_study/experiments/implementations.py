@@ -1,30 +1,55 @@
-"""The positive control's summary (04, `implementations`): the implementations a hand-written
-study plausibly used, timed on the same prompts and contexts, each read the earlier study's way
-(one context-20 baseline over every row) and paired with its own baseline, with tokens per target
-call beside it; the change of each from context 10 to 100, and the rule that says whether a
-variant reproduces the published shape.
+"""04's positive control (`implementations`): the implementations a hand-written study plausibly
+used, timed side by side on the context sweep's documents and anchors, interleaved exactly as the
+sweep is (`Lab.interleaved_rows`: prompt by prompt, each prompt's contexts in the seeded order,
+each (prompt, context) block after its own warm-up, its arms paired and rotated), each read the
+earlier study's way (one context-20 baseline over every row) and paired with its own baseline,
+with tokens per target call beside it; the change of each from context 10 to 100, and the rule
+that says whether a variant reproduces the published shape.
 
-A variant is a (baseline arm, speculative arm) pair of the config's `variants`: `nocache` (both
-recompute the prefix), `mixed_target` (a cached baseline beside a loop whose target recomputes
-it), `mixed_draft` (a cached baseline beside a loop whose draft is re-prefilled at every call)
-and `cached` (both cached). Its single-divisor speedup divides *its own* baseline's time at the
-reference context: the uncached baseline's for `nocache`, the cached one's for the others.
+Six arms run in every block: the cached baseline (the reference of token identity), the uncached
+baseline, and one speculative arm per variant (`CACHES`): `cached` (target and draft cached),
+`mixed_target` (the target recomputes the prefix at every call, the draft cached), `mixed_draft`
+(the target cached, the draft re-reads the whole sequence for every token it drafts) and
+`nocache` (both recompute). A variant is a (baseline arm, speculative arm) pair of the config's
+`variants`; its single-divisor speedup divides *its own* baseline's time at the reference
+context: the uncached baseline's for `nocache`, the cached one's for the others.
 
-Torch-free; knows nothing about how the rows were measured or where they are written.
+The whole experiment: its declaration (notebook 04 is `context_sweep`'s), the shapes of its
+config.json and summary.json, its config (which reads the `context_sweep` section's anchors) and
+run (given a `runner.lab.Lab`), the shape rule, its summary and its figure. Imports no runner and
+no torch.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
+from specdec_lib.errors import SpecdecError
 from specdec_study.analysis import stats
 from specdec_study.analysis.summary import ArmsCell, Num, PointCI, arm_rows, arm_walls, summarize
-from specdec_study.results.declare import Experiment, Figure, PairedConfig, StudySummary
+from specdec_study.reporting.earlier import earlier_recomputed
+from specdec_study.reporting.figures import implementation_figures
+from specdec_study.results.declare import (
+    BASELINE,
+    Experiment,
+    Figure,
+    PairedConfig,
+    StudySummary,
+)
+
+if TYPE_CHECKING:
+    from specdec_lib.measure.paired import Arm
+    from specdec_study.results.store import ExperimentResult
+    from specdec_study.runner.execute import Progress, Run
+    from specdec_study.runner.lab import Lab
+
+EXPERIMENT = "implementations"
 
 # ------------------------------------------------------------------ the shape rule (fixed first)
 # Written on 2026-12-06, before any embedded number of this experiment existed. The published
@@ -54,7 +79,7 @@ CACHES: dict[str, tuple[bool, bool, bool]] = {
     "mixed_draft": (True, False, True),
     "cached": (True, True, True),
 }
-CACHED_BASELINE = "baseline"  # the catalog's BASELINE: the reference of token identity
+CACHED_BASELINE = BASELINE  # the reference of token identity
 UNCACHED_BASELINE = "baseline_nocache"
 
 
@@ -155,7 +180,7 @@ class ShapeRule(_ShapeRuleKeys, total=False):
 
 def rule_sha256() -> str:
     """The hash of this file, where the shape rule is written (as `rules.rules_sha256` is of
-    the paradox's rules)."""
+    the paradox's rules; `analysis/implementations.py` until the experiment moved here)."""
     return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 
@@ -185,7 +210,7 @@ class ImplementationsSummary(_ImplementationsKeys, total=False):
 
 class ImplementationsConfig(PairedConfig):
     """The positive control's config: the sweep's documents and anchors, the contexts, one draft,
-    and per variant its arms and caches (`runner.implementations.implementations_config`)."""
+    and per variant its arms and caches (`config`)."""
 
     contexts: list[int]
     anchor_min: int
@@ -197,6 +222,103 @@ class ImplementationsConfig(PairedConfig):
     draft: str
     arm_cache: dict[str, dict[str, bool]]  # arm -> {"target": bool, "draft": bool}
     variants: dict[str, VariantArms]
+
+
+# ------------------------------------------------------------------ config and run
+
+
+def config(lab: Lab) -> dict[str, Any]:
+    """The positive control's config: its own contexts, prompt count, tokens and draft, the
+    context sweep's anchors (`anchor_min`, `anchor_room`), so that its prompts are the first of
+    the sweep's documents, and the variants it times (all four unless the section lists
+    `variants`)."""
+    e = lab.section()
+    sweep = lab.profile_section("context_sweep") or {}
+    contexts = [int(c) for c in e["contexts"]]
+    chosen = [str(v) for v in (e.get("variants") or VARIANTS)]
+    unknown = sorted(set(chosen) - set(VARIANTS))
+    if unknown:
+        known = ", ".join(VARIANTS)
+        raise SpecdecError(f"{EXPERIMENT}: variants {unknown} unknown; known: {known}")
+    chosen = [v for v in VARIANTS if v in chosen]  # one order, whatever the profile's
+    if not chosen:
+        raise SpecdecError(f"{EXPERIMENT}: no variant to run")
+    variants = variant_arms(chosen)
+    draft = str(e["draft"])
+    baselines = [b for b in (CACHED_BASELINE, UNCACHED_BASELINE) if any(
+        a["baseline"] == b for a in variants.values())]  # fmt: skip
+    if CACHED_BASELINE not in baselines:
+        baselines.insert(0, CACHED_BASELINE)  # always: the reference of token identity
+    n = int(e["n_prompts"])
+    sweep_contexts = [int(c) for c in sweep.get("contexts") or contexts]
+    return {
+        **lab.base_config(),
+        "contexts": contexts,
+        "anchor_min": int(sweep.get("anchor_min") or max(sweep_contexts + contexts)),
+        "anchor_room": int(sweep.get("anchor_room", 0)),
+        "n_prompts": n,
+        "n_prompts_by_context": {str(c): n for c in contexts},
+        "max_new_tokens": int(e["max_new_tokens"]),
+        "order": "interleaved",
+        "warmup_tokens": int(e.get("warmup_tokens", lab.warmup_tokens)),
+        "reference_context": int(e.get("reference_context", 20)),
+        "draft": draft,
+        "arms": {**{b: "none" for b in baselines}, **{v: draft for v in variants}},
+        "arm_cache": {
+            **{
+                b: {"target": b == CACHED_BASELINE, "draft": b == CACHED_BASELINE}
+                for b in baselines
+            },  # fmt: skip
+            **{
+                v: {"target": a["target_cache"], "draft": a["draft_cache"]}
+                for v, a in variants.items()
+            },  # fmt: skip
+        },
+        "variants": variants,
+    }
+
+
+def run(lab: Lab) -> ExperimentResult:
+    """04's positive control: each variant's single-divisor and paired speedup and its tokens per
+    target call at every context, on the same prompts."""
+    cfg = config(lab)
+    return lab.execute(cfg, lambda on_row: _measure(lab, cfg, on_row))
+
+
+def build_variant_arms(lab: Lab, loaded: Any, cfg: dict[str, Any]) -> list[Arm]:
+    """Every arm of the config, the cached baseline first, each with its own caches."""
+    return [
+        lab.arm(
+            loaded,
+            name,
+            spec,
+            cfg["k"],
+            use_cache=cfg["arm_cache"][name]["target"],
+            draft_cache=cfg["arm_cache"][name]["draft"],
+        )
+        for name, spec in cfg["arms"].items()
+    ]
+
+
+def arm_variant(cfg: dict[str, Any]) -> dict[str, str]:
+    """Arm -> the `variant` column of its rows: a speculative arm's variant; the uncached
+    baseline's `nocache`; the cached baseline's `cached` (it is also the mixed variants')."""
+    out = {CACHED_BASELINE: "cached", UNCACHED_BASELINE: "nocache"}
+    out.update({v: v for v in cfg["variants"]})
+    return out
+
+
+def _measure(lab: Lab, cfg: dict[str, Any], on_row: Progress) -> Run:
+    """Every block after its warm-up, checkpointed per (context, prompt) as the sweep's are; rows
+    by context, then prompt, each with its `variant` and its draft's cache."""
+    loaded = lab.load_target()
+    arms = build_variant_arms(lab, loaded, cfg)
+    variant = arm_variant(cfg)
+    rows = lab.interleaved_rows(loaded, cfg, arms, on_row)
+    for r in rows:
+        r["variant"] = variant[r["method"]]
+        r["draft_cache"] = bool(cfg["arm_cache"][r["method"]]["draft"])
+    return lab.result(rows, implementations_summary(rows, cfg))
 
 
 # ------------------------------------------------------------------ the summary
@@ -348,6 +470,22 @@ def implementations_summary(rows: list[dict[str, Any]], cfg: dict[str, Any]) -> 
     }
 
 
+def from_rows(
+    rows: list[dict[str, Any]], cfg: dict[str, Any], stated: dict[str, Any]
+) -> dict[str, Any]:
+    """The summary the stored rows give (`analysis.from_rows`): the run's own summary."""
+    return implementations_summary(rows, cfg)
+
+
+# ------------------------------------------------------------------ figures
+
+
+def implementations_figure(summary: dict[str, Any], rows: Sequence[dict[str, Any]]) -> Any:
+    """The declared figure of a result directory (`implementations.png`): its summary, with the
+    published rows."""
+    return implementation_figures.draw_implementations(summary, earlier_recomputed())
+
+
 # ------------------------------------------------------------------ declaration
 
 implementations = Experiment(
@@ -356,7 +494,7 @@ implementations = Experiment(
     "a hand-written study plausibly used (no KV cache; a cached baseline beside a loop that "
     "recomputes its target's or its draft's prefix; both cached), one draft, the same prompts "
     "and contexts",
-    call="study.run_implementations(study_run)",
+    call='study.run(study_run, "implementations")',
     figures=(
         Figure(
             "implementations.png",
@@ -364,6 +502,7 @@ implementations = Experiment(
             "20 over each row; whiskers: 95% intervals), the published transformer draft in "
             "red. Right: tokens per target call. A fall on the left with a flat line on the "
             "right is the published shape made by the implementation, not by acceptance.",
+            draw=implementations_figure,
         ),
     ),
     defaults={
@@ -375,4 +514,7 @@ implementations = Experiment(
     },
     summary=ImplementationsSummary,
     config_shape=ImplementationsConfig,
+    build_config=config,
+    run=run,
+    summarize=from_rows,
 )

@@ -225,6 +225,7 @@ def test_arrows_run_one_way(layer, must_not_import):
         "specdec_study.experiments.implementations",
         "specdec_study.experiments.k_sweep",
         "specdec_study.experiments.peers",
+        "specdec_study.experiments.quick",
         "specdec_study.experiments.speculative_sampling",
         "specdec_study.experiments.transformer_draft",
         "specdec_study.reporting.readings",

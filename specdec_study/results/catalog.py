@@ -5,7 +5,8 @@ book and the tests read it here.
 
 The notebooks are found, not listed: every module of the `specdec_study.experiments` package is
 imported (`modules`) and the `NOTEBOOK` of each that leads one is collected (`discovered`). No
-name is looked up from a string: the package's folder is the list.
+name is looked up from a string: the package's folder is the list. The quick notebook (`QUICK`,
+of 04's experiments, not in `STUDY`) and its profile are `experiments.quick`'s, re-exported.
 
 `python -m specdec_study.results.catalog` prints the notebook names, one per line (the Makefile).
 """
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from specdec_study import experiments
-from specdec_study.experiments import agreement, context_sweep
+from specdec_study.experiments.quick import QUICK, QUICK_PROFILE
 from specdec_study.results.declare import BASELINE, Experiment, Notebook
 
 __all__ = [
@@ -58,26 +59,6 @@ def ordered(notebooks: Sequence[Notebook]) -> tuple[Notebook, ...]:
 
 
 STUDY: tuple[Notebook, ...] = ordered(discovered())
-# The quick path (notebook 00_quick, profile colab-t4-quick): the three experiments that decide
-# H1-H4 on the real pair, in one Colab sitting. Not part of STUDY (its experiments are 04's, so
-# `make evaluate` runs them there); the notebook generator renders it beside the study's.
-QUICK = Notebook(
-    "00_quick",
-    "The real pair's paradox test, quick",
-    "The smallest set of runs that decides H1-H4 on Gemma 3 4B with the 1B draft, in one Colab "
-    "T4 sitting (profile `colab-t4-quick`, whose comments justify its counts from the rules' "
-    "power and its minutes from the estimator): the agreement replayed on the target's own "
-    "greedy continuation at contexts 10 and 100 (16 documents per forward), the timed sweep "
-    "(baseline and the 1B draft) at contexts 10, 20 and 100 on the agreement's first documents, "
-    "and the baseline with the KV cache off on the first 6 of them. Writes `agreement/`, "
-    "`context_sweep/` and `context_sweep_nocache/`.",
-    (
-        agreement.agreement,
-        context_sweep.context_sweep,
-        context_sweep.context_sweep_nocache,
-    ),
-)
-QUICK_PROFILE = "colab-t4-quick"  # the quick notebook's profile on a Colab GPU (else smoke-pair)
 
 
 def declared(

@@ -11,7 +11,8 @@ figures; `experiments/README.md` has the design), found by `results.catalog`. Th
 notebook 04 are not yet moved: each keeps its name in each layer, `runner/<name>.py`
 measures its rows, `analysis/<name>.py` declares it and summarizes them, `reporting/<name>.py`
 and `reporting/figures/<name>.py` (where they exist) present them. A moved experiment whose
-torch side the runner keeps has a runner module of its name too (`runner/peers.py`). Experiment
+torch side the runner keeps reaches it through a runner module named for what it does
+(`runner/hf_arms.py`, `runner/distribution.py`). Experiment
 06's module is `speculative_sampling.py` and 02's (`bigram`) is `bigram_draft.py`, so that no
 file shares a name with the library's `core/sampling.py` (the sampling primitive) or
 `drafters/bigram.py` (the bigram drafter).

@@ -301,8 +301,8 @@ def test_no_module_function_string_or_module_getattr_outside_the_drafter_grammar
 
 # The one kind of shared file name allowed: an experiment's modules keep its name in each layer
 # (runner: its rows; analysis: its summary, rule and declaration; reporting: its book tables;
-# reporting/figures: its drawing), as specdec_study/__init__.py says; and `tree`, the tree
-# verification (core) and the tree drafter (drafters), one concept at two layers of the library.
+# reporting/figures: its drawing), as specdec_study/__init__.py says. The library's tree
+# verification is `core/token_tree.py`, its tree drafter `drafters/tree.py`.
 SAME_CONCEPT_LAYERS = {
     "specdec_study/experiments",
     "specdec_study/runner",
@@ -310,7 +310,6 @@ SAME_CONCEPT_LAYERS = {
     "specdec_study/reporting",
     "specdec_study/reporting/figures",
 }
-SAME_CONCEPT_PAIRS = {"tree.py": {"specdec_lib/core", "specdec_lib/drafters"}}
 
 
 def shared_names(paths: list[Path]) -> dict[str, set[str]]:
@@ -323,9 +322,7 @@ def shared_names(paths: list[Path]) -> dict[str, set[str]]:
     return {
         name: dirs
         for name, dirs in where.items()
-        if len(dirs) > 1
-        and not dirs <= SAME_CONCEPT_LAYERS
-        and SAME_CONCEPT_PAIRS.get(name) != dirs
+        if len(dirs) > 1 and not dirs <= SAME_CONCEPT_LAYERS
     }
 
 

@@ -1,7 +1,7 @@
 """Generate the experiment notebooks (notebooks/NN_name.ipynb) so that they stay thin and alike.
 
-    python notebooks/make_notebooks.py          # rewrite them all
-    python notebooks/make_notebooks.py --check  # exit 1 if a notebook differs from this script
+    python notebooks/make_notebooks.py          # rewrite them all (and SCHEMA.md's generated parts)
+    python notebooks/make_notebooks.py --check  # exit 1 if a notebook or SCHEMA.md differs
 
 Every notebook: a Colab badge, a Colab-only setup cell (clone the commit
 the notebooks were generated from, read HF_TOKEN and WANDB_API_KEY
@@ -27,9 +27,11 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from specdec_study.results import catalog  # noqa: E402
+from specdec_lib.errors import SpecdecError  # noqa: E402
+from specdec_study.results import catalog, schema_page  # noqa: E402
 
 CONFIG = HERE.parent / "_config.yml"
+SCHEMA = HERE.parent / "results" / "SCHEMA.md"
 
 
 def repository() -> tuple[str, str]:
@@ -273,6 +275,17 @@ def main(argv: list[str]) -> int:
                 stale.append(path.name)
         else:
             path.write_text(text, encoding="utf-8")
+    # results/SCHEMA.md's notebook table and per-experiment sections, from the same declarations
+    page = SCHEMA.read_text(encoding="utf-8")
+    try:
+        made = schema_page.fill(page, catalog.STUDY)
+    except SpecdecError as e:
+        print(e)
+        return 2
+    if check and made != page:
+        stale.append("results/SCHEMA.md")
+    elif not check and made != page:
+        SCHEMA.write_text(made, encoding="utf-8")
     if stale:
         print(f"out of date (run python notebooks/make_notebooks.py): {', '.join(stale)}")
         return 1

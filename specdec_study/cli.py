@@ -271,7 +271,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     spec = SpecConfig(k, args.max_new_tokens)
     check_model_name(args.target)
     if REGISTRY[draft.name].greedy_only and not sampling.greedy:
-        from specdec_lib.core.tree import GREEDY_ONLY
+        from specdec_lib.core.token_tree import GREEDY_ONLY
 
         raise SpecdecError(GREEDY_ONLY)
     from specdec_lib.core.processors import TREE_NO_CONTROL, RepetitionControl

@@ -29,8 +29,8 @@ from specdec_study.reporting.figures.style import new_figure, show
 from specdec_study.reporting.format import (admonition, ci, ci_pct, common_markdown, download_role,
                                           md_code, md_table, md_text, missing_note, num, pct,
                                           split_common)
-from specdec_study.reporting.decomposition import decomposition_numbers, decomposition_table
-from specdec_study.reporting.figures.decomposition import fig_decomposition
+from specdec_study.reporting.decomposition_tables import decomposition_numbers, decomposition_table
+from specdec_study.reporting.figures.decomposition_bars import fig_decomposition
 from specdec_study.reporting.hypotheses import (LABELS, h3_per_draft, rule_markdown, scope,
                                               verdict_glue, verdict_table, verdicts)
 from specdec_study.reporting.hypotheses_summary import (key_numbers, replay_check_sentence,

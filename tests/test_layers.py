@@ -303,61 +303,32 @@ def test_no_module_function_string_or_module_getattr_outside_the_drafter_grammar
     assert found == {}, f"lazy references left: {found}"
 
 
-# The one kind of shared file name allowed: a concept's modules keep its name in each layer of
-# the study (`decomposition`: analysis, its reporting and its figure; `peers`: the experiment
-# module and its torch side in the runner); and `tree`, the tree verification (core) and the
-# tree drafter (drafters), one concept at two layers of the library. An experiment module's
-# name is otherwise its own (`test_an_experiment_module_s_name_is_no_other_module_s`).
-SAME_CONCEPT_LAYERS = {
-    "specdec_study/experiments",
-    "specdec_study/runner",
-    "specdec_study/analysis",
-    "specdec_study/reporting",
-    "specdec_study/reporting/figures",
-}
-SAME_CONCEPT_PAIRS = {"tree.py": {"specdec_lib/core", "specdec_lib/drafters"}}
-
-
+# No exceptions: each experiment lives in its one module of `experiments/` and no module
+# elsewhere has its name (notebook 04's runner, analysis and reporting modules went or were
+# renamed for what they hold: `runner/interleaved.py`, `runner/continuations.py`,
+# `reporting/implementation_tables.py`);
+# the peers' torch side is `runner/hf_arms.py`; the decomposition's book tables and bars are
+# `reporting/decomposition_tables.py` and `reporting/figures/decomposition_bars.py` beside
+# `analysis/decomposition.py`; the library's tree verification is `core/token_tree.py`, beside
+# the tree drafter `drafters/tree.py`.
 def shared_names(paths: list[Path]) -> dict[str, set[str]]:
-    """File name -> the folders holding a module of that name, where more than one does and
-    the sharing is not one of the allowed kinds above."""
+    """File name -> the folders holding a module of that name, where more than one does."""
     where: dict[str, set[str]] = {}
     for p in paths:
         if p.name not in ("__init__.py", "__main__.py"):
             where.setdefault(p.name, set()).add(p.parent.relative_to(ROOT).as_posix())
-    return {
-        name: dirs
-        for name, dirs in where.items()
-        if len(dirs) > 1
-        and not dirs <= SAME_CONCEPT_LAYERS
-        and SAME_CONCEPT_PAIRS.get(name) != dirs
-    }
+    return {name: dirs for name, dirs in where.items() if len(dirs) > 1}
 
 
-def test_no_two_modules_share_a_name_but_an_experiment_across_its_layers():
-    """Planted clash it catches: a library `core/sampling.py` beside the study's experiment
-    module of the same name (the clash this rule removed)."""
+def test_no_two_modules_share_a_file_name():
+    """Every name says one thing (issue 40). Planted clashes it catches: a library
+    `core/sampling.py` beside a study module of that name (the clash this rule removed), and an
+    experiment's name taken by a runner module (`runner/agreement.py`, as before the move)."""
     planted = [ROOT / "specdec_lib/core/sampling.py", ROOT / "specdec_study/runner/sampling.py"]
     assert shared_names(planted) == {"sampling.py": {"specdec_lib/core", "specdec_study/runner"}}
+    planted = [EXPERIMENTS / "agreement.py", ROOT / "specdec_study/runner/agreement.py"]
+    assert shared_names(planted) == {
+        "agreement.py": {"specdec_study/experiments", "specdec_study/runner"}
+    }
     paths = [p for pkg in (PKG, STUDY) for p in pkg.rglob("*.py")]
     assert shared_names(paths) == {}
-
-
-# the one module that shares an experiment module's name: 07's torch side (Hugging Face's arms)
-EXPERIMENT_NAME_SHARED = {"specdec_study/runner/peers.py"}
-
-
-def test_an_experiment_module_s_name_is_no_other_module_s():
-    """Each experiment lives in its one module (issue 40): no module elsewhere in the library or
-    the study has its file name (notebook 04's `runner/agreement.py`, `runner/implementations.py`,
-    `reporting/implementations.py` and the like went or were renamed for what they hold), but
-    `runner/peers.py`. Planting `specdec_study/runner/agreement.py` fails it."""
-    names = {p.name for p in EXPERIMENTS.glob("*.py") if p.name != "__init__.py"}
-    assert {"agreement.py", "context_sweep.py", "implementations.py"} <= names
-    others = {
-        p.relative_to(ROOT).as_posix()
-        for pkg in (PKG, STUDY)
-        for p in pkg.rglob("*.py")
-        if p.name in names and p.parent != EXPERIMENTS
-    }
-    assert others == EXPERIMENT_NAME_SHARED

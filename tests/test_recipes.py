@@ -25,7 +25,7 @@ from specdec_lib.drafters.adaptive import AdaptiveDrafter
 from specdec_lib.errors import SpecdecError
 from specdec_lib.models import LoadedModel
 from specdec_study.environment.profiles import load_profile, validate
-from specdec_study.results import catalog
+from specdec_study.results import catalog, schema_page
 from specdec_study.results.declare import Experiment, Figure, Notebook
 from specdec_study.runner.experiments import RUNNERS, Runner
 
@@ -278,6 +278,7 @@ toy = Experiment(
     "toy",
     "a toy experiment in one module",
     call='study.run(study_run, "toy")',
+    schema="`n_prompts`: the toy's one key.",
     defaults={{"n_prompts": 1}},
     config_shape=ToyConfig,
     figures=(Figure("toy_bars.png", {TOY_CAPTION!r}, draw=bars),),
@@ -342,6 +343,17 @@ def test_experiment_module_recipe_one_file_reaches_catalog_runner_figures_and_no
     assert nb.cells[-2].source == (
         'result = study.run(study_run, "toy")\nstudy.display_result(study_run, "toy")'
     )
+
+    # and results/SCHEMA.md's generated parts (what `make notebooks` writes) describe it
+    page = schema_page.fill((ROOT / "results/SCHEMA.md").read_text(encoding="utf-8"), catalog.STUDY)
+    assert "| `08_toy` | `toy` |" in page
+    assert "### toy\n`n_prompts`: the toy's one key.\nFigures: `toy_bars.png`." in page
+
+
+def test_schema_page_refuses_a_page_without_its_generated_parts():
+    """results/SCHEMA.md without its markers is one line of error, not a page half written."""
+    with pytest.raises(SpecdecError, match="no single generated 'notebooks' part"):
+        schema_page.fill("# Result files\n", catalog.STUDY)
 
 
 def test_every_experiment_module_leads_or_joins_one_notebook():

@@ -343,8 +343,9 @@ def test_an_adaptive_draft_is_what_it_wraps(target64):
 
 
 def test_notebooks_match_their_generator():
-    """notebooks/*.ipynb are what notebooks/make_notebooks.py writes, without outputs, each with
-    exactly one `parameters` cell of typed literals."""
+    """notebooks/*.ipynb and results/SCHEMA.md's generated parts are what
+    notebooks/make_notebooks.py writes; the notebooks without outputs, each with exactly one
+    `parameters` cell of typed literals."""
     import json
     import subprocess
     import sys

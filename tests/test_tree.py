@@ -23,7 +23,7 @@ from specdec_lib.config import SamplingConfig
 from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.decode import speculative_decode
 from specdec_lib.core.draft import Draft
-from specdec_lib.core.tree import Tree, build_tree, clip_tree, tree_masks, verify_tree
+from specdec_lib.core.token_tree import Tree, build_tree, clip_tree, tree_masks, verify_tree
 from specdec_lib.drafters.tree import CorpusIndex, TreeDrafter, top_successors
 from specdec_lib.errors import SpecdecError
 

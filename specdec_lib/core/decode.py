@@ -9,9 +9,9 @@ keeps seq + d_1..d_n and crops the rest. The prompt's first len - 1 tokens are p
 call (logits of its last position only). The accept/reject rules are `core/verify.py`'s.
 
 The special cases sit beside the loop, not in it: a tree draft is cut and verified by
-`core/tree.py` (`clip_tree_draft`, `verify_tree_draft`); a shared-body draft brings the target's
-hidden states, so `draft_logits` applies the LM head alone; a repetition control is handed to the
-drafter in `begin_sequence` and processes the target's logits in `verify_draft`.
+`core/token_tree.py` (`clip_tree_draft`, `verify_tree_draft`); a shared-body draft brings the
+target's hidden states, so `draft_logits` applies the LM head alone; a repetition control is
+handed to the drafter in `begin_sequence` and processes the target's logits in `verify_draft`.
 
 Knows nothing about files, W&B or how prompts were chosen; never prints.
 """
@@ -29,7 +29,7 @@ from specdec_lib.core.cache import CachedLM
 from specdec_lib.core.draft import Draft, Drafter, NoDrafter
 from specdec_lib.core.processors import NO_CONTROL, RepetitionControl
 from specdec_lib.core.sampling import greedy_ids, logits_to_probs, make_generator
-from specdec_lib.core.tree import clip_tree_draft, verify_tree_draft
+from specdec_lib.core.token_tree import clip_tree_draft, verify_tree_draft
 from specdec_lib.core.verify import Verdict, greedy_verify, pad_vocab, speculative_verify
 from specdec_lib.errors import SpecdecError
 

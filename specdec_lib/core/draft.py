@@ -50,7 +50,7 @@ class Draft:
         """Tokens on the longest path: len(tokens) for a chain."""
         if self.parents is None:
             return len(self.tokens)
-        from specdec_lib.core.tree import Tree
+        from specdec_lib.core.token_tree import Tree
 
         return Tree(self.tokens, self.parents).depth
 

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from specdec_lib.core.draft import Draft, Drafter
-from specdec_lib.core.tree import GREEDY_ONLY, build_tree
+from specdec_lib.core.token_tree import GREEDY_ONLY, build_tree
 from specdec_lib.drafters.base import Wrapping
 from specdec_lib.drafters.bigram import top_successors
 from specdec_lib.drafters.ngram import copy_from, match_starts

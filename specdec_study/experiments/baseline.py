@@ -121,10 +121,17 @@ def tokens_per_s(summary: dict[str, Any], rows: Sequence[dict[str, Any]]) -> Any
 
 # --------------------------------------------------------------------------- declaration
 
+# this result directory's section of results/SCHEMA.md (`make notebooks` writes it there)
+SCHEMA = """\
+`arms`: `{"baseline"}`. `headline`: `tokens_per_s` (median/ci), `wall_s` (median/ci, seconds
+per prompt), `s_per_token` (float), `n_prompts`, `max_new_tokens`, `context_tokens`.
+"""
+
 baseline = Experiment(
     "baseline",
     "the KV-cached autoregressive baseline: one target call per generated token",
     call='study.run(study_run, "baseline")',
+    schema=SCHEMA,
     summary=BaselineSummary,
     config_shape=SingleContextConfig,
     figures=(

@@ -173,10 +173,17 @@ PAIR_FIGURES = (
     ),
 )
 
+# this result directory's section of results/SCHEMA.md (`make notebooks` writes it there)
+SCHEMA = """\
+`arms`: `{"baseline", "bigram"}`. `headline`: `speedup`, `acceptance_rate`,
+`mean_accepted_length` (value/ci), `identical_fraction`, `n_prompts`.
+"""
+
 bigram = Experiment(
     "bigram",
     "a bigram drafter (a table fitted on WikiText-2) against the paired baseline",
     call='study.run(study_run, "bigram")',
+    schema=SCHEMA,
     figures=PAIR_FIGURES,
     summary=PairSummary,
     config_shape=SingleContextConfig,

@@ -394,10 +394,48 @@ CONTEXT_FIGURES = (
     ),
 )
 
+# this result directory's section of results/SCHEMA.md (`make notebooks` writes it there)
+CONTEXT_SWEEP_SCHEMA = """\
+Timing sweep over `contexts` (config), KV cache on / off. Prompts: the same documents and anchors
+at every context (`make_prompts(..., anchor_min=max(contexts))`, same seed), so only the visible
+prefix changes. Each context has its own baseline, interleaved per prompt with the drafts of the
+`context_sweep` profile section's `drafts` (arm name -> spec). The cache-off run takes contexts,
+prompt and token counts, anchors and drafts from `context_sweep` (its own section may name a
+subset of the drafts), so both run on the very same prompts. Config: `n_prompts_by_context`
+(`"<context>"` -> count; a context with fewer prompts has the first ones), `n_prompts_by_arm`
+(present only when the profile's `draft_prompts` cuts an arm: arm -> count; that arm runs on the
+first prompts only and its speedup pairs it with the baseline on those), `primary` (H4's arm),
+`order` (`"interleaved"`), `warmup_tokens` (int, default 8). Run order: prompt by prompt, each
+prompt's contexts in a random order seeded by the config's `seed` and the prompt index, each
+(prompt, context) block after a warm-up of every arm on that block's prompt (`warmup_tokens`
+new tokens, not recorded; the profile-wide `warmup` is not used here), the arms within a block
+paired and rotated as in every experiment. A run interrupted part-way resumes per block. Results
+measured before `order` existed ran the contexts in blocks; their config hash differs, so they
+are never reused as interleaved ones.
+- `contexts`: list of ints. `use_cache`: bool. `primary`: the arm H4 uses. `kinds`: arm -> how
+  it relates to the target (see agreement).
+- `by_context`: `"<context>"` -> `{"arms": {arm -> ArmSummary}}`.
+- `table`: list of flat rows, one per context x arm: `context`, `method`, `draft`, `k`,
+  `n_prompts`, `use_cache`, `total_wall_s`, `baseline_total_wall_s`, `tokens_per_s`,
+  `tokens_per_s_ci_low`, `tokens_per_s_ci_high`, `speedup`, `speedup_ci_low`, `speedup_ci_high`
+  (paired, same context; null for the baseline), `earlier_style_speedup`,
+  `earlier_style_speedup_ci_low`, `earlier_style_speedup_ci_high` (the baseline's total time at
+  the reference context divided by this arm's total time at this context; prompts paired by
+  index; the baseline rows carry it too), `acceptance_rate`, `acceptance_rate_ci_low`,
+  `acceptance_rate_ci_high`, `mean_accepted_length` (null for the baseline).
+- `earlier_style`: `{"reference_context": 20, "reference_total_wall_s": float}` (H2).
+- `baseline_growth`: `{"context": [...], "total_wall_s": [...], "s_per_token": [...]}`:
+  the baseline's own time per context (H1/H2).
+- `headline`: `speedup_at` / `earlier_style_speedup_at`: arm -> `{"<context>": value}`.
+- per_prompt.csv has a `context` column and an `order` column (the context's 0-based position
+  in its prompt's run order); its rows are by context, then prompt.
+"""
+
 context_sweep = Experiment(
     "context_sweep",
     "drafting at growing visible context, each context against its own baseline",
     call='study.run(study_run, "context_sweep")',
+    schema=CONTEXT_SWEEP_SCHEMA,
     figures=CONTEXT_FIGURES,
     summary=SweepSummary,
     config_shape=SweepConfig,
@@ -405,10 +443,19 @@ context_sweep = Experiment(
     run=run,
     summarize=from_rows,
 )
+# this result directory's section of results/SCHEMA.md (`make notebooks` writes it there)
+CONTEXT_SWEEP_NOCACHE_SCHEMA = """\
+The cache-off run of `context_sweep` (its layout, above): the same contexts, prompts, token
+counts and anchors, read from the `context_sweep` section, with `use_cache` false, so every call
+re-reads the whole sequence; its own section may name a subset of the sweep's drafts (embedded:
+none, the baseline alone) and fewer prompts (the first ones).
+"""
+
 context_sweep_nocache = Experiment(
     "context_sweep_nocache",
     "the context sweep with the KV cache off (every call re-reads the whole sequence)",
     call='study.run(study_run, "context_sweep_nocache")',
+    schema=CONTEXT_SWEEP_NOCACHE_SCHEMA,
     # the baseline alone: no acceptance to plot (the plot was an empty frame with an empty legend)
     figures=tuple(f for f in CONTEXT_FIGURES if f.file != "acceptance_vs_context.png"),
     summary=SweepSummary,

@@ -488,6 +488,52 @@ def implementations_figure(summary: dict[str, Any], rows: Sequence[dict[str, Any
 
 # ------------------------------------------------------------------ declaration
 
+# this result directory's section of results/SCHEMA.md (`make notebooks` writes it there)
+SCHEMA = """\
+The positive control: the implementations a hand-written study plausibly used, timed on the same
+prompts and contexts, run order exactly as `context_sweep`'s (prompt by prompt, each prompt's
+contexts in the seeded order, each (prompt, context) block after a `warmup_tokens` warm-up of
+every arm, the arms paired and rotated; resumes per block). Prompts: the first `n_prompts` of the
+context sweep's documents (its `anchor_min` and `anchor_room`, read from the `context_sweep`
+section). One draft (`draft`), six arms: `baseline` (KV-cached; the reference of `identical`),
+`baseline_nocache` (recomputes the prefix at every step) and one speculative arm per variant,
+named as the variant:
+
+| variant | speculative loop's target | its draft | baseline it is read against |
+|---|---|---|---|
+| `nocache` | recomputes the prefix per call | recomputes it per draft token | `baseline_nocache` |
+| `mixed_target` | recomputes the prefix per call | cached | `baseline` |
+| `mixed_draft` | cached | re-reads the whole sequence for every drafted token | `baseline` |
+| `cached` | cached | cached (ours) | `baseline` |
+
+- config: `contexts`, `n_prompts`, `n_prompts_by_context`, `max_new_tokens`, `anchor_min`,
+  `anchor_room`, `order` (`"interleaved"`), `warmup_tokens`, `reference_context` (20), `draft`,
+  `arms` (arm -> spec), `arm_cache` (arm -> `{"target": bool, "draft": bool}`), `variants`
+  (variant -> `{baseline, speculative, target_cache, draft_cache, baseline_cache}`). A profile's
+  section may list `variants` (a subset, run in the order above).
+- per_prompt.csv: the common columns plus `context`, `order`, `variant` (a speculative arm's
+  variant; `baseline_nocache` -> `nocache`, `baseline` -> `cached`, though it is the mixed
+  variants' baseline too) and `draft_cache`; `use_cache` is the target's cache.
+- summary: `contexts`, `reference_context`, `draft`, `variants` (as the config's), `by_context`
+  (`"<context>"` -> `{"arms": {arm -> ArmSummary}}`, paired with the cached baseline);
+  `table`: one row per variant x context: `variant`, `context`, `baseline`, `speculative`,
+  `n_prompts`, `total_wall_s`, `baseline_total_wall_s`, `identical_fraction`, and as
+  `{value, ci_low, ci_high, n, ci_method}`: `tokens_per_call` (new tokens / target calls,
+  pooled), `acceptance_rate`, `paired_speedup` (the variant's baseline at this context / the
+  arm), `single_divisor_speedup` (the earlier study's: the variant's baseline at
+  `reference_context` / the arm at this context, prompts paired by index),
+  `baseline_single_divisor_speedup` (the same for the variant's baseline itself);
+  `changes[variant]`: `lo`, `hi` (the lowest and highest context), `single_divisor_lo`,
+  `single_divisor_hi`, `single_divisor_ratio` (hi over lo: the divisor cancels, so it is the
+  arm's time at lo / at hi), `tokens_per_call_ratio`, `paired_speedup_ratio` (each paired by
+  prompt) and `label` (the shape rule: `reproduces` | `does not reproduce` | `inconclusive`);
+  `shape_rule`: `fall`, `flat_band`, `text` (the rule as it was applied), `sha256` (of
+  the module where the rule is written, `specdec_study/experiments/implementations.py`, when the
+  summary was made; of `analysis/implementations.py` for a summary made before the experiment
+  moved there; absent from a result measured before it was recorded);
+  `headline[variant]`: `single_divisor_ratio`, `tokens_per_call_ratio`, `label`.
+"""
+
 implementations = Experiment(
     "implementations",
     "the positive control: the earlier study's shape reproduced on purpose by the implementations "
@@ -495,6 +541,7 @@ implementations = Experiment(
     "recomputes its target's or its draft's prefix; both cached), one draft, the same prompts "
     "and contexts",
     call='study.run(study_run, "implementations")',
+    schema=SCHEMA,
     figures=(
         Figure(
             "implementations.png",

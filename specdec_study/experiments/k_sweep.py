@@ -249,10 +249,28 @@ def position_acceptance(summary: dict[str, Any], rows: Sequence[dict[str, Any]])
 
 # --------------------------------------------------------------------------- declaration
 
+# this result directory's section of results/SCHEMA.md (`make notebooks` writes it there)
+SCHEMA = """\
+Arms `baseline`, `k1` ... `k8` (the transformer draft at fixed K) and `adaptive` (the same draft
+with an adaptive K, `k` = its maximum). `arms`: ArmSummary each. `ks`: list.
+- `table`: rows `k`, `method`, `speedup`, `speedup_ci_low`, `speedup_ci_high`,
+  `predicted_speedup_leviathan`, `predicted_speedup_calibrated`, `acceptance_rate`,
+  `per_token_acceptance_iid`, `cost_ratio`, `mean_accepted_length`, `predicted_speedup_pooled`
+  (Leviathan's formula at this K with one a and one c: the medians over the fixed-K arms).
+- `adaptive`: `{"k_max", "k_start", "mean_k_used", "speedup" (value/ci), "acceptance_rate"}`.
+- `headline`: `best_k_measured`, `best_speedup_measured`, `best_k_predicted` (Leviathan's model
+  with a and c pooled over the fixed-K arms), `pooled_per_token_acceptance`, `pooled_cost_ratio`,
+  `adaptive_speedup` (value/ci).
+- `adaptive` also has `k_min` and `mean_accepted_length` (value/ci). The adaptive schedule: K
+  starts at `k_start`; +1 after a fully accepted draft of the current K, -1 when fewer than half
+  of the drafted tokens were accepted; within [k_min, k_max].
+"""
+
 k_sweep = Experiment(
     "k_sweep",
     "the transformer draft at each draft length K, and an adaptive-K schedule",
     call='study.run(study_run, "k_sweep")',
+    schema=SCHEMA,
     summary=KSweepSummary,
     config_shape=KSweepConfig,
     figures=(

@@ -242,10 +242,27 @@ def peers_speed(summary: dict[str, Any], rows: Sequence[dict[str, Any]]) -> Any:
 
 # --------------------------------------------------------------------------- declaration
 
+# this result directory's section of results/SCHEMA.md (`make notebooks` writes it there)
+SCHEMA = """\
+Our arms (`baseline`, `ngram`, the transformer arm) and Hugging Face `generate` arms
+(`hf-greedy`, `hf-prompt-lookup`, `hf-assisted`; hyphens, because the secret scrubber masks any
+`hf_` + 8 letters) on the same prompts, interleaved per prompt.
+- `arms`: ArmSummary for each (HF arms: no acceptance keys). `identical_fraction` is against our
+  greedy baseline.
+- `table`: rows `method`, `implementation` (`ours` / `hf`), `tokens_per_s`,
+  `tokens_per_s_ci_low`, `tokens_per_s_ci_high`, `speedup`, `speedup_ci_low`, `speedup_ci_high`
+  (vs our baseline; 1.0 with null CI for the baseline), `speedup_vs_hf_greedy` (ratio of total
+  times), `identical_to_baseline`, `identical_to_hf_greedy` (fractions of prompts).
+- `peers_available`: bool (false when `specdec_lib.measure.huggingface` could not be imported:
+  then only our arms are present), `peers_error`: str or null.
+- `headline`: method -> `{speedup, identical_to_baseline}`.
+"""
+
 peers = Experiment(
     "peers",
     "Hugging Face `generate` (greedy, prompt lookup, assisted) beside our decoders",
     call='study.run(study_run, "peers")',
+    schema=SCHEMA,
     summary=PeersSummary,
     config_shape=SingleContextConfig,
     figures=(

@@ -487,10 +487,61 @@ def distribution_check(summary: dict[str, Any], rows: Sequence[dict[str, Any]]) 
 
 # --------------------------------------------------------------------------- declaration
 
+# this result directory's section of results/SCHEMA.md (`make notebooks` writes it there)
+SCHEMA = """\
+Temperatures `temperatures` (config, e.g. [0.7, 1.0]) with lossless speculative sampling.
+- `by_temperature`: `"<T>"` -> `{"arms": {"baseline", <transformer arm>, "bigram"}}`.
+- `table`: rows `temperature`, `method`, `n_prompts`, `speedup`, `speedup_ci_low`,
+  `speedup_ci_high`, `acceptance_rate`, `acceptance_rate_ci_low`, `acceptance_rate_ci_high`,
+  `mean_accepted_length`, `tokens_per_s` (median).
+- `distribution_check`: `"<T>"` -> `{"n_samples_per_prompt", "n_prompts", "baseline": Check,
+  <arm>: Check for every arm in `config.distribution.arms`}` (the profile's choice; default
+  every draft arm): the first generated token over many seeds (each method
+  and prompt on its own seeds; the check drafts `config.distribution.k` = 1 token, as the first
+  token depends only on the first draft position) against the target's exact p at that position.
+  Check = `{"tvd", "tvd_mean_per_prompt"` (mean over prompts of the empirical TVD, which is > 0
+  for any finite sample), `"chi2", "dof", "p_value", "n_samples"` (`scipy.stats.chisquare` per
+  prompt over bins of expected count >= 5, the rest pooled; prompts combined by summing chi2 and
+  dof), `"alpha", "power", "detectable_tvd"` (the smallest TVD between the binned distributions
+  the combined test detects with 80% power at alpha 0.05: sqrt(lambda / (4 n)), lambda the
+  noncentral chi-square parameter; a deviation inside the pooled bin is invisible to it),
+  `"tvd_target", "samples_for_target"` (samples that would detect 0.05 at this dof), and for
+  speculative arms `"tvd_unverified"` (the TVD of the draft's own first-token distribution from
+  p: what a verifier accepting every draft would emit) and `"detects_unverified"` (true when
+  that TVD exceeds detectable_tvd on every tested prompt)}`; `"n_tested"` counts the samples of
+  prompts with two bins or more (a prompt whose p sits on one token tests nothing), and
+  detectable_tvd rests on them. Results written before this layout have
+  `"speculative"` (the transformer arm) instead of per-arm keys, and no power fields.
+- `sequence_check` (when `config.sequence` is set): `"<T>"` -> `{<method>: SeqCheck}` for
+  `baseline` and each of `config.sequence.drafts`: `config.sequence.n_samples` decode runs of
+  `positions` tokens (K = `config.sequence.k`) from a prompt that ends in the target's own greedy
+  loop (`loop_tokens` tokens, `repeats` times), every emitted token tested against the target's
+  exact conditional given the tokens before it, one test per (position, prefix) group.
+  SeqCheck = the first-token Check's test and power fields, plus `"n_groups"`,
+  `"n_groups_tested"` (groups with two bins or more), `"paths_tested"` (`{"accept",
+  "residual_first", "residual_later", "bonus", "target"}`: tested tokens by the verifier path
+  that emitted them), `"paths_by_position"` (`"<position>"` -> the same counts),
+  `"needed_paths"` (the paths the method can take), `"min_path"` and `"verdict"`
+  (`analysis.sampling.sequence_verdict`: `deviates`, `consistent` or `inconclusive`). A run
+  decided as one family (`analysis.sampling.sequence_family`) also stores `"family_size"`,
+  `"alpha_family"` (alpha / family_size) and `"detectable_tvd_family"`, and its verdict uses
+  them; a result without them decided each check alone, and the readers re-decide it as a
+  family on read.
+- extra file `sequence.csv` (with `sequence_check`): `temperature`, `method`, `position`,
+  `prefix` (the emitted token ids before it, space-separated), `tvd`, `n_samples`, `n_bins`,
+  `chi2`, `dof`, `p_value`, and the tested tokens by path: `accept`, `residual_first`,
+  `residual_later`, `bonus`, `target`.
+- extra file `distribution.csv`: `temperature`, `prompt`, `method`, `tvd`, `n_samples`,
+  `n_bins`, `chi2`, `dof`, `p_value`, `tvd_unverified` (speculative arms).
+- `headline`: `"<T>"` -> `{speedup, acceptance_rate, p_value_speculative, p_value_baseline,
+  tvd_speculative, tvd_baseline, detectable_tvd}` (the transformer arm).
+"""
+
 sampling = Experiment(
     "sampling",
     "lossless speculative sampling at temperature > 0",
     call='study.run(study_run, "sampling")',
+    schema=SCHEMA,
     summary=SamplingSummary,
     config_shape=SamplingExperimentConfig,
     figures=(

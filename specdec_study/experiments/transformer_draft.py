@@ -179,10 +179,21 @@ def identity_summary(dtype: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- declaration
 
+# this result directory's section of results/SCHEMA.md (`make notebooks` writes it there)
+SCHEMA = """\
+`arms`: `{"baseline", <transformer arm>, ...}` (embedded: `self`; colab-t4: `gemma-3-1b-pt` and,
+where it loads, `gemma-3-270m`). `headline` as for bigram, for `roles.transformer`.
+`identity_by_dtype`: dtype -> `{"dtype", "n_prompts", "max_new_tokens", "identical_fraction",
+"divergence_positions": [...], "divergence_margins": [...]}` for the transformer arm vs the
+baseline of the same dtype (greedy), e.g. `bfloat16` and `float32`; the rows are in the extra file
+`identity.csv` (per_prompt.csv columns plus `dtype`).
+"""
+
 transformer_draft = Experiment(
     "transformer_draft",
     "a transformer draft against the paired baseline",
     call='study.run(study_run, "transformer_draft")',
+    schema=SCHEMA,
     figures=PAIR_FIGURES,
     summary=TransformerSummary,
     config_shape=TransformerConfig,

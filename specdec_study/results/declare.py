@@ -117,6 +117,8 @@ class Experiment:
     (`results.schema.shape_problem`); None: unchecked. `config_shape`: the shape of its
     config.json (a TypedDict extending `StudyConfig`), refused likewise before it runs and on
     read (`results.schema.config_problem`); None: unchecked.
+    `schema`: its section of results/SCHEMA.md (markdown: its summary's, config's and extra
+    files' keys; `notebooks/make_notebooks.py` writes it under `### <name>`, with the figures).
     `build_config` and `run`: the experiment's config (from the profile alone, loading no model)
     and its run, each a function of the `runner.lab.Lab` the runner hands it; `summarize`: its
     summary sections from its rows, (rows, config, stated summary) -> dict (what
@@ -128,6 +130,7 @@ class Experiment:
     what: str
     call: str
     figures: tuple[Figure, ...] = ()
+    schema: str = field(default="", compare=False)
     defaults: dict[str, Any] | None = field(default=None, hash=False)
     summary: Any = None
     config_shape: Any = None

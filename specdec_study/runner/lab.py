@@ -6,7 +6,7 @@ no torch: the catalog, which imports every experiment module, stays torch-free a
 runner (no import cycle through `runner.session`, which reads the declarations' defaults).
 
 Beside those, each torch helper that an experiment needs and the runner keeps is one method
-named for what it does (`hf_problem`, `hf_arms`: Hugging Face's arms, `runner.peers`;
+named for what it does (`hf_problem`, `hf_arms`: Hugging Face's arms, `runner.hf_arms`;
 `distribution_checks`, `sequence_checks`: the sampling checks, `runner.distribution`;
 `load_target(dtype=...)` and `target_dtype`: the target in another dtype and the name of its
 own, the transformer draft's identity per dtype; `interleaved_rows`: 04's interleaved blocks,
@@ -29,7 +29,7 @@ from specdec_lib.measure.paired import WARMUP_TOKENS, Arm
 from specdec_lib.models import LoadedModel
 from specdec_study.results.declare import Experiment
 from specdec_study.results.store import Checkpoint, ExperimentResult
-from specdec_study.runner import continuations, distribution, peers
+from specdec_study.runner import continuations, distribution, hf_arms
 from specdec_study.runner.execute import Progress, Run, execute, paired
 from specdec_study.runner.interleaved import interleaved_rows
 from specdec_study.runner.prompts import eval_articles, prompts_for
@@ -140,13 +140,13 @@ class Lab:
     @staticmethod
     def hf_problem() -> str | None:
         """Why Hugging Face's side (`specdec_lib.measure.huggingface`) cannot run here; None when
-        it can (`runner.peers.peers_problem`; the peers run their own arms only without it)."""
-        return peers.peers_problem()
+        it can (`runner.hf_arms.peers_problem`; the peers run their own arms only without it)."""
+        return hf_arms.peers_problem()
 
     def hf_arms(self, loaded: LoadedModel, modes: dict[str, str], k: int) -> list[Arm]:
         """One arm per (name -> Hugging Face generate mode) on the target at K, assisted
-        generation with the profile's transformer draft (`runner.peers.hf_arms`)."""
-        return peers.hf_arms(self.study, loaded, modes, k)
+        generation with the profile's transformer draft (`runner.hf_arms.hf_arms`)."""
+        return hf_arms.hf_arms(self.study, loaded, modes, k)
 
     @staticmethod
     def distribution_checks(

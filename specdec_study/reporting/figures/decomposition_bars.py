@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from specdec_study.analysis import decomposition as D
-from specdec_study.reporting.decomposition import (
+from specdec_study.reporting.decomposition_tables import (
     measured_decompositions,
     published_decompositions,
 )

@@ -1,22 +1,19 @@
-"""The study's experiments, as functions the notebooks call: profile -> arms -> result files.
+"""The notebooks' API: profile -> experiments -> result files.
 
-A notebook does `study_run = study.setup(profile, results_dir=..., force=...)` and then one of the
-`run_*` functions, each of which builds its config from the profile alone, returns the stored
-result when one exists for the same config hash (unless forced or FORCE=1), and otherwise loads
-the target (once per process), builds the arms, runs them paired and interleaved per prompt
-(`measure.paired.run_paired`), summarizes (`analysis`), draws the figures its declaration names
-and publishes the directory atomically (`results.store.publish`). The layout and every key are
-documented in `results/SCHEMA.md`.
+A notebook does `study_run = study.setup(profile, results_dir=..., force=...)`, then, per
+experiment, `study.run(study_run, "<name>")` and `study.display_result(study_run, "<name>")`.
+`run` builds the experiment's config from the profile alone, returns the stored result when one
+exists for the same config hash (unless forced or FORCE=1), and otherwise loads the target (once
+per process), runs the experiment (its module's `run`, handed a `runner.lab.Lab`: the arms
+paired and interleaved per prompt, `measure.paired.run_paired`), summarizes, draws the figures
+its declaration names and publishes the directory atomically (`results.store.publish`). The
+layout and every key are documented in `results/SCHEMA.md`.
 
-The notebooks' API (nothing inside specdec_lib imports it): each experiment lives in its module
-of `specdec_study.experiments` (declaration, config, run, summary, figures; torch-free), the
-torch side in `specdec_study.runner` (the context, execution, the `Lab` an experiment runs
-with), the shared summaries in `specdec_study.analysis`, and the notebooks are found by
-`specdec_study.results.catalog`; notebooks, the gpu-check and the tests call
-`study.*`. `run(study_run, name)` runs any declared experiment by the name the notebook's cell
-types (`runner.experiments.RUNNERS`, which binds every experiment module of
-`specdec_study.experiments` unnamed); every notebook's cell calls `run` once it is
-regenerated (the `run_*` names left below serve the committed notebooks until then).
+Each experiment is one module of `specdec_study.experiments` (declaration, config, run, summary,
+figures; torch-free), its torch side in `specdec_study.runner` (the session, execution, the
+`Lab`); `specdec_study.results.catalog` finds the modules and their notebooks. `run` is the one
+lookup by a name a user types (`runner.experiments.RUNNERS`); the rest of `__all__` serves the
+gpu check and the tests. Nothing inside specdec_lib imports this module.
 `python -m specdec_study.study download` is `make download` (`environment.hub`).
 """
 
@@ -63,20 +60,6 @@ from specdec_study.runner.teacher_forced import draft_kind, teacher_forced_guess
 from specdec_study.runner.tiny import tiny_random_model, tiny_tokenizer
 
 EXPERIMENTS = NOTEBOOKS  # notebook -> the result directories it writes (results.catalog)
-# 04's (`specdec_study.experiments.context_sweep`, `.agreement`, `.implementations`) as the
-# committed notebooks call
-# them (and the tests that execute those notebooks), until the notebooks are regenerated from
-# their declared `call`, `run(study_run, name)`; then these go
-run_context_sweep_nocache = RUNNERS["context_sweep_nocache"].run
-run_agreement = RUNNERS["agreement"].run
-run_implementations = RUNNERS["implementations"].run
-
-
-def run_context_sweep(study_run: Session, *, use_cache: bool = True) -> ExperimentResult:
-    """04's timed sweep (`use_cache`) or its cache-off ablation: the bound runner of
-    `context_sweep` or `context_sweep_nocache`, as the committed notebooks call it."""
-    return RUNNERS["context_sweep" if use_cache else "context_sweep_nocache"].run(study_run)
-
 
 __all__ = [
     "CONTROL",
@@ -104,10 +87,6 @@ __all__ = [
     "rel",
     "resolve_profile",
     "run",
-    "run_agreement",
-    "run_context_sweep",
-    "run_context_sweep_nocache",
-    "run_implementations",
     "setup",
     "sweep_summary",
     "teacher_forced_guesses",

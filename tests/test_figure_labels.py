@@ -17,7 +17,6 @@ from PIL import Image
 
 from specdec_study import pages as R
 from specdec_study.reporting.figures import context_length, style
-from specdec_study.reporting.figures.declared import DRAWINGS
 from specdec_study.results import catalog
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,7 +42,7 @@ def every_figure(embedded) -> dict[str, object]:
         if res is None:
             continue
         for f in decl.figures:
-            figs[f"{decl.name}/{f.file}"] = DRAWINGS[decl.name][f.file](res.summary, res.rows)
+            figs[f"{decl.name}/{f.file}"] = f.draw(res.summary, res.rows)
     return {k: v for k, v in figs.items() if v is not None}
 
 

@@ -1,17 +1,16 @@
 """The recipes in CONTRIBUTING.md, followed step by step with toy material: each says how to add
-one thing and that it takes the files it names, no more. The toy experiment and figure are declared
-here and registered by monkeypatching the places the recipes name (the one list
-`results.catalog.STUDY`, `runner.experiments.RUNNERS`, study.py's import, and
-`reporting.figures.declared.DRAWINGS`): a declared experiment reaches the catalog, the readings,
-the notebook generator and `study.run_toy`, and runs in a profile that names it not with its
-declared defaults; a declared figure is drawn into a result directory and captioned."""
+one thing and that it takes the files it names, no more. The toy drafter is one module and one
+registry entry; the toy experiment is one module written into the `specdec_study.experiments`
+package's path, which the catalog finds: it reaches the catalog, the runner, the readings, its
+figure, the notebook generator and results/SCHEMA.md with no other edit, and runs in a profile
+that names it not with its declared defaults."""
 
 from __future__ import annotations
 
 import importlib.util
 import sys
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import pytest
 import torch
@@ -26,8 +25,7 @@ from specdec_lib.errors import SpecdecError
 from specdec_lib.models import LoadedModel
 from specdec_study.environment.profiles import load_profile, validate
 from specdec_study.results import catalog, schema_page
-from specdec_study.results.declare import Experiment, Figure, Notebook
-from specdec_study.runner.experiments import RUNNERS, Runner
+from specdec_study.results.declare import Experiment
 
 # Step 1 of "Add a drafter in one file": the module, with its drafter class and its builder.
 TOY_DRAFTER = '''"""A toy drafter: guesses that the last token repeats."""
@@ -92,51 +90,6 @@ def test_drafter_recipe_adds_a_drafter_in_one_file(tmp_path, monkeypatch, target
 TOY_CAPTION = "Toy bars: one per arm; look at nothing in particular."
 
 
-class ToyConfig(TypedDict):
-    """The toy experiment's config.json (its declared `config_shape`)."""
-
-    experiment: str
-    n_prompts: int
-
-
-def toy_config(S: Any) -> dict[str, Any]:
-    """The toy experiment's config (from the profile alone: its section, or the declared
-    defaults where the profile has none)."""
-    return {"experiment": "toy", "n_prompts": int(S.exp("toy")["n_prompts"])}
-
-
-def run_toy(S: Any) -> None:
-    """The toy experiment's run (never called here: it would load a model)."""
-    raise AssertionError("not run in the recipe test")
-
-
-def toy_bars(summary: dict[str, Any], rows: list[dict[str, Any]]) -> Any:
-    """The toy figure: one bar per row."""
-    from specdec_study.reporting.figures import new_figure
-
-    fig, (ax,) = new_figure()
-    ax.bar([r["method"] for r in rows], [r["wall_s"] for r in rows])
-    return fig
-
-
-TOY = Experiment(
-    "toy",
-    "a toy experiment that the recipes' test declares",
-    call="study.run_toy(study_run)",
-    defaults={"n_prompts": 1},  # what a profile without a `toy` section runs it with
-    config_shape=ToyConfig,  # the shape of its config.json, checked on write and read
-)
-TOY_WITH_FIGURE = Experiment(
-    "toy",
-    TOY.what,
-    call=TOY.call,
-    defaults=TOY.defaults,
-    config_shape=TOY.config_shape,
-    figures=(Figure("toy_bars.png", TOY_CAPTION),),
-)
-TOY_NOTEBOOK = Notebook("08_toy", "Toy", "A toy notebook. Writes `toy/`.", (TOY,))
-
-
 def _generator() -> Any:
     spec = importlib.util.spec_from_file_location(
         "make_notebooks", ROOT / "notebooks/make_notebooks.py"
@@ -146,87 +99,15 @@ def _generator() -> Any:
     return module
 
 
-def test_experiment_recipe_toy_reaches_catalog_readings_and_notebooks(monkeypatch):
-    """Add an experiment: its declaration, one entry in the one list, its run and config in
-    the runners' table and its run in study.py are all the catalog, the study's API, the
-    readings and the notebook generator need; the profiles that name it not run it with its
-    declared defaults."""
-    from specdec_study import study
-    from specdec_study.reporting import readings
-    from specdec_study.results.schema import config_problem
-    from specdec_study.runner.session import Session
-
-    notebooks = (*catalog.STUDY, TOY_NOTEBOOK)
-    monkeypatch.setattr(catalog, "STUDY", notebooks)  # its entry in the one list
-    monkeypatch.setitem(RUNNERS, "toy", Runner(run_toy, toy_config))  # its run and config
-    monkeypatch.setattr(study, "run_toy", run_toy, raising=False)  # study.py imports its run
-    assert catalog.by_notebook(notebooks)["08_toy"] == ("toy",)
-    assert list(catalog.declared())[-1] == "toy"
-    assert catalog.notebook_of("toy") == "08_toy"
-
-    # no profile names it: each runs it with the declared defaults; a profile's own section
-    # overrides them key by key, and the defaults pass the profiles' schema
-    config = RUNNERS["toy"].config
-    smoke = load_profile("smoke")
-    assert "toy" not in smoke["experiments"]
-    assert config(Session(smoke, ROOT / "results")) == {"experiment": "toy", "n_prompts": 1}
-    smoke["experiments"]["toy"] = {"n_prompts": 3}
-    assert config(Session(smoke, ROOT / "results")) == {"experiment": "toy", "n_prompts": 3}
-    validate({**smoke, "experiments": {"toy": TOY.defaults}}, "the toy's defaults")
-    # its config is of its declared shape, which the runner and the reader hold it to
-    assert config_problem("toy", config(Session(smoke, ROOT / "results")), strict=True) is None
-    assert config_problem("toy", {"experiment": "toy"}) == "config.json has no 'n_prompts'"
-    assert readings.what("toy") == TOY.what
-    config = {"profile": "p", "target": "t", "n_prompts": 1, "max_new_tokens": 2}
-    assert TOY.what in readings.what_was_run({"experiment": "toy"}, config, {})
-    nb = _generator().build(TOY_NOTEBOOK)
-    assert "# 08. Toy" in nb.cells[0].source and "A toy notebook." in nb.cells[0].source
-    assert (
-        nb.cells[-2].source
-        == 'result = study.run_toy(study_run)\nstudy.display_result(study_run, "toy")'
-    )
-    assert (
-        "study.write_bundle(study_run)" in nb.cells[-1].source
-    )  # every notebook ends with its bundle'
-
-
-def test_figure_recipe_toy_is_drawn_into_the_result_directory_and_captioned(
-    monkeypatch, tmp_path: Path
-):
-    """Add a figure: a drawing function, one entry in its experiment's declaration and the
-    function in `DRAWINGS`; the study draws it into the result directory's figures/ and the
-    reading captions it."""
-    from specdec_study.reporting import readings
-    from specdec_study.reporting.figures import declared
-    from specdec_study.results.store import ResultStore, publish
-
-    with_figure = Notebook("08_toy", "Toy", "A toy.", (TOY_WITH_FIGURE,))
-    monkeypatch.setattr(catalog, "STUDY", (*catalog.STUDY, with_figure))
-    monkeypatch.setitem(declared.DRAWINGS, "toy", {"toy_bars.png": toy_bars})
-    rows = [{"method": "baseline", "wall_s": 1.0}, {"method": "toy", "wall_s": 0.5}]
-    summary = {"experiment": "toy", "profile": "p"}
-    store = ResultStore(tmp_path, "p")
-    path = publish(
-        store, "toy", {"experiment": "toy", "n_prompts": 1}, {"device": "cpu"}, rows, summary,
-        lambda d: declared.draw("toy", summary, rows, d),
-    )  # fmt: skip
-    assert (path / "figures" / "toy_bars.png").stat().st_size > 0
-    assert readings.figures(path) == [(path / "figures" / "toy_bars.png", TOY_CAPTION)]
-    assert readings.captions()["toy_bars"] == TOY_CAPTION
-
-
 @pytest.mark.parametrize("name", [e for e in catalog.EXPERIMENTS])
-def test_every_declared_figure_names_a_drawing(name):
-    """Each declared figure has a drawing (and each drawing a declared figure), and each file is
-    declared once per experiment."""
-    from specdec_study.reporting.figures.declared import DRAWINGS
-
+def test_every_declared_figure_is_a_png_with_a_drawing_and_a_caption(name):
+    """Each declared figure carries its drawing and caption, and each file is declared once per
+    experiment."""
     e = catalog.experiment(name)
     files = [f.file for f in e.figures]
     assert len(files) == len(set(files)), name
-    assert set(DRAWINGS.get(name, {})) == set(files), name
     for f in e.figures:
-        assert f.file.endswith(".png") and callable(DRAWINGS[name][f.file]) and f.caption
+        assert f.file.endswith(".png") and callable(f.draw) and f.caption, (name, f.file)
 
 
 @pytest.mark.parametrize("name", [e for e in catalog.EXPERIMENTS])
@@ -277,7 +158,6 @@ def bars(summary: dict[str, Any], rows: list[dict[str, Any]]) -> Any:
 toy = Experiment(
     "toy",
     "a toy experiment in one module",
-    call='study.run(study_run, "toy")',
     schema="`n_prompts`: the toy's one key.",
     defaults={{"n_prompts": 1}},
     config_shape=ToyConfig,
@@ -327,6 +207,10 @@ def test_experiment_module_recipe_one_file_reaches_catalog_runner_figures_and_no
     assert config(Session(smoke, ROOT / "results")) == {"experiment": "toy", "n_prompts": 3}
     assert config_problem("toy", {"experiment": "toy"}) == "config.json has no 'n_prompts'"
     assert readings.what("toy") == toy.what
+    cfg = {"profile": "p", "target": "t", "n_prompts": 1, "max_new_tokens": 2}
+    assert toy.what in readings.what_was_run({"experiment": "toy"}, cfg, {})
+    # its defaults pass the profiles' schema (a new kind of key needs its type there)
+    validate({**load_profile("smoke"), "experiments": {"toy": toy.defaults}}, "the toy's defaults")
 
     # its figure is drawn from its declaration into the result directory, and captioned
     rows = [{"method": "baseline", "wall_s": 1.0}, {"method": "toy", "wall_s": 0.5}]
@@ -336,13 +220,16 @@ def test_experiment_module_recipe_one_file_reaches_catalog_runner_figures_and_no
         {"device": "cpu"}, rows, summary, lambda d: declared.draw("toy", summary, rows, d),
     )  # fmt: skip
     assert readings.figures(path) == [(path / "figures" / "toy_bars.png", TOY_CAPTION)]
+    assert readings.captions()["toy_bars"] == TOY_CAPTION
     assert declared.alt_text("toy_bars.png", ["toy"]) == "Toy bars, one per row."
 
     nb = _generator().build(toy_notebook := catalog.STUDY[-1])
     assert toy_notebook.experiments == (toy,)
+    assert "# 08. Toy" in nb.cells[0].source and "A toy notebook." in nb.cells[0].source
     assert nb.cells[-2].source == (
         'result = study.run(study_run, "toy")\nstudy.display_result(study_run, "toy")'
     )
+    assert "study.write_bundle(study_run)" in nb.cells[-1].source  # every notebook ends so
 
     # and results/SCHEMA.md's generated parts (what `make notebooks` writes) describe it
     page = schema_page.fill((ROOT / "results/SCHEMA.md").read_text(encoding="utf-8"), catalog.STUDY)

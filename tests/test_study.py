@@ -372,45 +372,30 @@ def test_notebooks_match_their_generator():
 
 
 def test_every_declaration_runs_through_the_study_api():
-    """Each experiment's declared `call` is a `study` function, and the run bound to it
-    (`runner.experiments.RUNNERS`) is what the study exposes under that name (the uncached sweep
-    is the sweep's run with `use_cache=False`); every declared experiment has a run and a config
-    and nothing else has."""
+    """Each experiment's notebook cell calls `study.run(study_run, "<name>")`, the run bound to
+    it (`runner.experiments.RUNNERS`); every declared experiment has a run and a config and
+    nothing else has."""
     from specdec_study.results.catalog import EXPERIMENTS
     from specdec_study.results.catalog import experiment as declaration
     from specdec_study.runner.experiments import RUNNERS
 
     assert list(RUNNERS) == list(EXPERIMENTS)
     for name in EXPERIMENTS:
-        fn = declaration(name).call.removeprefix("study.").split("(", 1)[0]
-        if fn == "run":  # study.run(study_run, "<name>"): the runner by the typed name
-            assert declaration(name).call == f'study.run(study_run, "{name}")', name
-            continue
-        want = RUNNERS["context_sweep" if name == "context_sweep_nocache" else name].run
-        assert getattr(study, fn) is want, name
+        assert declaration(name).call == f'study.run(study_run, "{name}")', name
         assert callable(RUNNERS[name].run) and callable(RUNNERS[name].config), name
 
 
-def test_study_run_functions_are_the_runners_and_listed():
-    """`study.run_*` are plain attributes (what a notebook's completion lists): exactly the
-    runners' run functions, each the one `runner.experiments.RUNNERS` binds; any other name is
-    an AttributeError."""
-    from specdec_study.results.catalog import experiment as declaration
-    from specdec_study.runner.experiments import RUNNERS
+def test_study_runs_experiments_by_name_only():
+    """No `study.run_<name>` is left (issue 40: one lookup, by the name the notebook's cell
+    types); an unknown name is refused in one line, any other attribute an AttributeError."""
+    from specdec_lib import ROOT
+    from specdec_lib.errors import SpecdecError
+    from specdec_study.environment.profiles import load_profile
+    from specdec_study.runner.session import Session
 
-    # an experiment module's run is bound to a Lab (`runner.experiments.bound`): the study
-    # exposes it under the name its declared call gives, where that is not `study.run`
-    moved = {n: declaration(n).call for n in RUNNERS}
-    named = {c.removeprefix("study.").split("(", 1)[0] for c in moved.values()} - {"run"}
-    listed = {n for n in dir(study) if n.startswith("run_")}
-    # a moved experiment whose committed notebook still calls `study.run_<name>` keeps that
-    # name, its bound runner, until the notebook is regenerated from the declared call
-    # (`run_context_sweep(study_run, use_cache=...)` picks the sweep or its cache-off ablation)
-    kept = {n for n in listed if n.removeprefix("run_") in moved}
-    for n in kept - {"run_context_sweep"}:
-        assert getattr(study, n) is RUNNERS[n.removeprefix("run_")].run
-    assert listed == named | kept
-    assert listed <= set(study.__all__) and listed <= set(vars(study))
+    assert [n for n in dir(study) if n.startswith("run_")] == []
+    with pytest.raises(SpecdecError, match="unknown experiment 'nope'; declared: baseline"):
+        study.run(Session(load_profile("smoke"), ROOT / "results"), "nope")
     with pytest.raises(AttributeError, match="run_nope"):
         study.run_nope  # noqa: B018
 

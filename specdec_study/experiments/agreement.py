@@ -584,7 +584,6 @@ output; other model drafts run one forward each.
 agreement = Experiment(
     "agreement",
     "teacher-forced agreement of draft and target on the same positions (no timing)",
-    call='study.run(study_run, "agreement")',
     schema=SCHEMA,
     summary=AgreementSummary,
     config_shape=AgreementConfig,

@@ -130,7 +130,6 @@ per prompt), `s_per_token` (float), `n_prompts`, `max_new_tokens`, `context_toke
 baseline = Experiment(
     "baseline",
     "the KV-cached autoregressive baseline: one target call per generated token",
-    call='study.run(study_run, "baseline")',
     schema=SCHEMA,
     summary=BaselineSummary,
     config_shape=SingleContextConfig,

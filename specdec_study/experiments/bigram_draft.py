@@ -182,7 +182,6 @@ SCHEMA = """\
 bigram = Experiment(
     "bigram",
     "a bigram drafter (a table fitted on WikiText-2) against the paired baseline",
-    call='study.run(study_run, "bigram")',
     schema=SCHEMA,
     figures=PAIR_FIGURES,
     summary=PairSummary,

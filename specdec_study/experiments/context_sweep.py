@@ -434,7 +434,6 @@ are never reused as interleaved ones.
 context_sweep = Experiment(
     "context_sweep",
     "drafting at growing visible context, each context against its own baseline",
-    call='study.run(study_run, "context_sweep")',
     schema=CONTEXT_SWEEP_SCHEMA,
     figures=CONTEXT_FIGURES,
     summary=SweepSummary,
@@ -454,7 +453,6 @@ none, the baseline alone) and fewer prompts (the first ones).
 context_sweep_nocache = Experiment(
     "context_sweep_nocache",
     "the context sweep with the KV cache off (every call re-reads the whole sequence)",
-    call='study.run(study_run, "context_sweep_nocache")',
     schema=CONTEXT_SWEEP_NOCACHE_SCHEMA,
     # the baseline alone: no acceptance to plot (the plot was an empty frame with an empty legend)
     figures=tuple(f for f in CONTEXT_FIGURES if f.file != "acceptance_vs_context.png"),

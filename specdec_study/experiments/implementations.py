@@ -540,7 +540,6 @@ implementations = Experiment(
     "a hand-written study plausibly used (no KV cache; a cached baseline beside a loop that "
     "recomputes its target's or its draft's prefix; both cached), one draft, the same prompts "
     "and contexts",
-    call='study.run(study_run, "implementations")',
     schema=SCHEMA,
     figures=(
         Figure(

@@ -269,7 +269,6 @@ with an adaptive K, `k` = its maximum). `arms`: ArmSummary each. `ks`: list.
 k_sweep = Experiment(
     "k_sweep",
     "the transformer draft at each draft length K, and an adaptive-K schedule",
-    call='study.run(study_run, "k_sweep")',
     schema=SCHEMA,
     summary=KSweepSummary,
     config_shape=KSweepConfig,

@@ -261,7 +261,6 @@ Our arms (`baseline`, `ngram`, the transformer arm) and Hugging Face `generate` 
 peers = Experiment(
     "peers",
     "Hugging Face `generate` (greedy, prompt lookup, assisted) beside our decoders",
-    call='study.run(study_run, "peers")',
     schema=SCHEMA,
     summary=PeersSummary,
     config_shape=SingleContextConfig,

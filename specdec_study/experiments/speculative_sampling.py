@@ -540,7 +540,6 @@ Temperatures `temperatures` (config, e.g. [0.7, 1.0]) with lossless speculative 
 sampling = Experiment(
     "sampling",
     "lossless speculative sampling at temperature > 0",
-    call='study.run(study_run, "sampling")',
     schema=SCHEMA,
     summary=SamplingSummary,
     config_shape=SamplingExperimentConfig,

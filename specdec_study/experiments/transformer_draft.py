@@ -192,7 +192,6 @@ baseline of the same dtype (greedy), e.g. `bfloat16` and `float32`; the rows are
 transformer_draft = Experiment(
     "transformer_draft",
     "a transformer draft against the paired baseline",
-    call='study.run(study_run, "transformer_draft")',
     schema=SCHEMA,
     figures=PAIR_FIGURES,
     summary=TransformerSummary,

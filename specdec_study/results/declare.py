@@ -1,4 +1,4 @@
-"""What declares an experiment: its name, one line for the reading, the notebook's call, the
+"""What declares an experiment: its name, one line for the reading, the
 shape of its summary.json and of its config.json (TypedDicts that `results.schema` checks on
 write and on read), its figures (file, caption) and the profile section it runs with where a
 profile names none; and a notebook (name, title, text, the experiments it runs). Also the keys
@@ -88,15 +88,13 @@ class SingleContextConfig(PairedConfig):
 
 @dataclass(frozen=True)
 class Figure:
-    """One figure of a result directory: `figures/<file>`, shown with `caption`; drawn by `draw`
-    (`reporting.figures.declared.DRAWINGS` gives it by experiment and file)."""
+    """One figure of a result directory: `figures/<file>`, shown with `caption`; drawn by `draw`,
+    (summary, rows) -> matplotlib Figure or None (None: no file, for want of data), whose
+    docstring's first line is the figure's alt text."""
 
     file: str
     caption: str
-    # (summary, rows) -> matplotlib Figure or None; None here: whatever `DRAWINGS` binds for it
-    draw: Callable[[dict[str, Any], Sequence[dict[str, Any]]], Any] | None = field(
-        default=None, compare=False
-    )
+    draw: Callable[[dict[str, Any], Sequence[dict[str, Any]]], Any] = field(compare=False)
 
     @property
     def stem(self) -> str:
@@ -106,9 +104,11 @@ class Figure:
 
 @dataclass(frozen=True)
 class Experiment:
-    """One result directory of the study: `call` (the notebook cell's call, with `study_run` the
-    Session that `study.setup` returned; its run and config functions are
-    `runner.experiments.RUNNERS[name]`), `what` (one line for the reading) and its figures.
+    """One result directory of the study, run by the notebook cell `call` (always
+    `study.run(study_run, "<name>")`: `runner.experiments.RUNNERS[name]`, with `study_run` the
+    Session that `study.setup` returned); `what`: one line for the reading; its figures.
+    `schema`: its section of results/SCHEMA.md (markdown: its summary's, config's and extra
+    files' keys; `notebooks/make_notebooks.py` writes it under `### <name>`, with the figures).
     `defaults`: the profile section (`experiments.<name>`) a profile without that section runs
     it with; a profile's own section overrides its keys.
     None: every profile that runs the experiment must name it (a profile without it is refused
@@ -117,18 +117,14 @@ class Experiment:
     (`results.schema.shape_problem`); None: unchecked. `config_shape`: the shape of its
     config.json (a TypedDict extending `StudyConfig`), refused likewise before it runs and on
     read (`results.schema.config_problem`); None: unchecked.
-    `schema`: its section of results/SCHEMA.md (markdown: its summary's, config's and extra
-    files' keys; `notebooks/make_notebooks.py` writes it under `### <name>`, with the figures).
     `build_config` and `run`: the experiment's config (from the profile alone, loading no model)
-    and its run, each a function of the `runner.lab.Lab` the runner hands it; `summarize`: its
-    summary sections from its rows, (rows, config, stated summary) -> dict (what
-    `analysis.from_rows` checks the book's numbers with). Every experiment of the catalog has a
-    run and a config (`runner.experiments.bound` refuses one without); one without `summarize`
-    has its book's numbers read from its summary."""
+    and its run, each a function of the `runner.lab.Lab` the runner hands it (a declaration
+    without them is refused by `runner.experiments.bound`); `summarize`: its summary sections
+    from its rows, (rows, config, stated summary) -> dict (what `analysis.from_rows` checks the
+    book's numbers with; None: the book's claims read the stated summary)."""
 
     name: str
     what: str
-    call: str
     figures: tuple[Figure, ...] = ()
     schema: str = field(default="", compare=False)
     defaults: dict[str, Any] | None = field(default=None, hash=False)
@@ -139,6 +135,12 @@ class Experiment:
     summarize: Callable[[list[dict[str, Any]], dict[str, Any], dict[str, Any]], dict[str, Any]] | None = (
         field(default=None, compare=False)
     )
+
+    @property
+    def call(self) -> str:
+        """The notebook cell's call: every experiment runs by its name, the one lookup by a name
+        a user types (`study.run`)."""
+        return f'study.run(study_run, "{self.name}")'
 
 
 @dataclass(frozen=True)

@@ -2,15 +2,14 @@
 `study.setup` gives the runner as `Session.draw` for each result directory's `figures/` (and W&B
 logs from there); and says in words what each declared figure shows (`alt_text`: the first line
 of its drawing function's docstring), which the book gives the executed notebooks' images as
-their alt text. `DRAWINGS` binds each declared figure (a file and its caption, data) to the
-function (summary, rows) -> matplotlib Figure or None that draws it.
+their alt text. Each declared figure carries its drawing (`Figure.draw`).
 Knows nothing about how the summary or rows were computed.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +19,6 @@ from specdec_study.results.catalog import experiment as declaration
 
 # how a notebook's reading captions a figure under it (reporting.readings.display_reading)
 CAPTION_RE = re.compile(r"Figure (\d+) \((?:`)?([\w.-]+\.png)(?:`)?\)\.")
-
-Drawing = Callable[[dict[str, Any], Sequence[dict[str, Any]]], Any]
-# experiment -> figure file -> what draws it (each file its declaration names; a test checks),
-# from each declared figure's drawing (`Figure.draw`)
-DRAWINGS: dict[str, dict[str, Drawing]] = {
-    name: {f.file: f.draw for f in e.figures if f.draw is not None}
-    for name, (_, e) in catalog.declared().items()
-}
 
 
 def draw(
@@ -43,7 +34,7 @@ def draw(
     for figure in declaration(experiment).figures:
         if files is not None and figure.file not in files:
             continue
-        fig = (figure.draw or DRAWINGS[experiment][figure.file])(summary, rows)
+        fig = figure.draw(summary, rows)
         if fig is not None:
             save(fig, d / figure.file)
             out.append(d / figure.file)
@@ -59,8 +50,7 @@ def alt_text(file: str, experiments: Sequence[str] = ()) -> str | None:
     for e in ordered:
         for figure in e.figures:
             if figure.file == file:
-                drawing = figure.draw or DRAWINGS[e.name][figure.file]
-                doc = (drawing.__doc__ or "").strip()
+                doc = (figure.draw.__doc__ or "").strip()
                 return " ".join(doc.split("\n\n")[0].split()) or None
     return None
 

@@ -12,7 +12,6 @@ rules written before the numbers).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,10 @@ from typing import Any
 from specdec_study.experiments.speculative_sampling import sequence_family
 from specdec_study.reporting.format import md_code, md_text
 from specdec_study.reporting.format import md_table as markdown_table
+from specdec_study.reporting.number_format import DASH, fmt, interval
+from specdec_study.reporting.number_format import interval_of as _ci
+from specdec_study.reporting.number_format import is_number as _finite
 from specdec_study.results import catalog
-
-DASH = "–"
 
 
 def what(experiment: str) -> str:
@@ -64,46 +64,6 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("total_wall_s", "total time (s)", "s"),
     ("identical_to_baseline", "identical to greedy", "%"),
 )
-
-
-def _finite(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def fmt(x: Any, kind: str = "") -> str:
-    """One number as the book prints it: ratios 2 decimals and x, shares as %, never 'nan'."""
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if not _finite(x):
-        return DASH if x is None or isinstance(x, float) else str(x)
-    if kind == "x":
-        return f"{x:.2f}x"
-    if kind == "%":
-        return f"{100 * x:.1f}%"
-    if kind == "s":
-        return f"{x:.2f}" if abs(x) < 100 else f"{x:.0f}"
-    if kind == "n":
-        return f"{x:g}"
-    if kind == "t":
-        return f"{x:.1f}"
-    return f"{x:.2f}" if isinstance(x, float) else str(x)
-
-
-def interval(point: Any, lo: Any, hi: Any, kind: str = "", n: Any = None) -> str:
-    """'1.06x [0.89x, 1.21x], n=20'; just the point when the interval is missing."""
-    if not _finite(point):
-        return DASH
-    if _finite(lo) and _finite(hi):
-        tail = f", n={int(n)}" if _finite(n) else ""
-        return f"{fmt(point, kind)} [{fmt(lo, kind)}, {fmt(hi, kind)}]{tail}"
-    return fmt(point, kind)
-
-
-def _ci(d: Any, kind: str) -> str:
-    if isinstance(d, dict):
-        return interval(d.get("value", d.get("median", d.get("mean"))), d.get("ci_low"),
-                        d.get("ci_high"), kind, d.get("n"))  # fmt: skip
-    return fmt(d, kind)
 
 
 def md_table(rows: Sequence[dict[str, str]]) -> str:

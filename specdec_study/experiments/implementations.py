@@ -35,6 +35,7 @@ from specdec_study.analysis import stats
 from specdec_study.analysis.summary import ArmsCell, Num, PointCI, arm_rows, arm_walls, summarize
 from specdec_study.reporting.earlier import earlier_recomputed
 from specdec_study.reporting.figures import implementation_figures
+from specdec_study.reporting.number_format import interval_of
 from specdec_study.results.declare import (
     BASELINE,
     Experiment,
@@ -534,6 +535,36 @@ named as the variant:
   `headline[variant]`: `single_divisor_ratio`, `tokens_per_call_ratio`, `label`.
 """
 
+
+def headline(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    """Per variant of the positive control: its single-divisor speedup at the lowest and highest
+    context (and its n)."""
+    out = []
+    for v, ch in (summary.get("changes") or {}).items():
+        out.append(
+            f"`{v}`: speedup against its baseline at context {summary.get('reference_context')}: "
+            f"{interval_of(ch.get('single_divisor_lo'), 'x')} at {ch.get('lo')}, "
+            f"{interval_of(ch.get('single_divisor_hi'), 'x')} at {ch.get('hi')}"
+        )
+    return out
+
+
+def showed(summary: dict[str, Any]) -> list[str]:
+    """Per variant: the two ratios (highest over lowest context) and the shape rule's label."""
+    out = []
+    for v, ch in (summary.get("changes") or {}).items():
+        r = ch.get("single_divisor_ratio") or {}
+        calls = ch.get("tokens_per_call_ratio") or {}
+        out.append(
+            f"`{v}`'s speedup the earlier study's way changed by a factor "
+            f"{interval_of({**r, 'n': None}, '')} from context {ch.get('lo')} to "
+            f"{ch.get('hi')}, its tokens per target call by a factor "
+            f"{interval_of({**calls, 'n': None}, '')}"
+            f" (n = {r.get('n')} prompts): the shape rule says {ch.get('label')}"
+        )
+    return out
+
+
 implementations = Experiment(
     "implementations",
     "the positive control: the earlier study's shape reproduced on purpose by the implementations "
@@ -564,4 +595,6 @@ implementations = Experiment(
     build_config=config,
     run=run,
     summarize=from_rows,
+    headline=headline,
+    showed=showed,
 )

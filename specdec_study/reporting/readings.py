@@ -175,56 +175,6 @@ def _headline_arms(summary: dict) -> list[str]:
     return out
 
 
-def _headline_table(summary: dict, key: str, cell: str, unit: str) -> list[str]:
-    """Per non-baseline method: the first and last cell of a table (e.g. context 10 and 500)."""
-    by: dict[str, list[dict]] = {}
-    for t in summary.get("table", []):
-        if t.get("method", t.get("draft")) != "baseline":
-            by.setdefault(t.get("method", t.get("draft")), []).append(t)
-    out = []
-    for m, ts in by.items():
-        ts = [t for t in ts if _finite(t.get(key))]
-        if not ts:
-            continue
-        a, b = ts[0], ts[-1]
-        own = f"{key}_ci_low" in a
-        lo, hi = (f"{key}_ci_low", f"{key}_ci_high") if own else ("ci_low", "ci_high")
-        kind = "%" if key in ("agreement", "acceptance_rate") else "x"
-        out.append(
-            f"`{m}`: {unit} {interval(a[key], a.get(lo), a.get(hi), kind)} at {cell} "
-            f"{a.get(cell)}, {interval(b[key], b.get(lo), b.get(hi), kind)} at {cell} "
-            f"{b.get(cell)}" + (f" (n = {a['n_prompts']})" if a.get("n_prompts") else "")
-        )
-    return out
-
-
-def _implementations_headline(summary: dict) -> list[str]:
-    """Per variant of the positive control: its single-divisor speedup at the lowest and highest
-    context (and its n)."""
-    out = []
-    for v, ch in (summary.get("changes") or {}).items():
-        out.append(
-            f"`{v}`: speedup against its baseline at context {summary.get('reference_context')}: "
-            f"{_ci(ch.get('single_divisor_lo'), 'x')} at {ch.get('lo')}, "
-            f"{_ci(ch.get('single_divisor_hi'), 'x')} at {ch.get('hi')}"
-        )
-    return out
-
-
-def _shown_implementations(summary: dict) -> list[str]:
-    """Per variant: the two ratios (highest over lowest context) and the shape rule's label."""
-    out = []
-    for v, ch in (summary.get("changes") or {}).items():
-        r = ch.get("single_divisor_ratio") or {}
-        out.append(
-            f"`{v}`'s speedup the earlier study's way changed by a factor "
-            f"{_ci({**r, 'n': None}, '')} from context {ch.get('lo')} to {ch.get('hi')}, its "
-            f"tokens per target call by a factor {_ci({**(ch.get('tokens_per_call_ratio') or {}), 'n': None}, '')}"  # noqa: E501
-            f" (n = {r.get('n')} prompts): the shape rule says {ch.get('label')}"
-        )
-    return out
-
-
 def implementations_rows(table: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
     """The positive control's (variant, context) rows, each interval joined."""
     return [
@@ -241,39 +191,18 @@ def implementations_rows(table: Sequence[dict[str, Any]]) -> list[dict[str, str]
     ]
 
 
+def declared(experiment: str | None) -> Any:
+    """The declaration (`results.declare.Experiment`) of `experiment`, None when none is."""
+    found = catalog.declared().get(experiment or "")
+    return found[1] if found else None
+
+
 def headline(summary: dict, config: dict) -> list[str]:
-    """The headline's lines for a result, by experiment (a table per context or K, else per arm)."""
-    exp = summary.get("experiment")
-    if exp == "implementations":
-        return _implementations_headline(summary)
-    if exp in ("context_sweep", "context_sweep_nocache"):
-        return _headline_table(summary, "speedup", "context", "speedup")
-    if exp == "agreement":
-        return _headline_table(summary, "agreement", "context", "agreement")
-    if exp == "k_sweep":
-        ts = [t for t in summary.get("table", []) if _finite(t.get("speedup"))]
-        out = []
-        if ts:
-            best = max(ts, key=lambda t: t["speedup"])
-            out.append(
-                f"best measured K = {best['k']}: speedup "
-                f"{interval(best['speedup'], best.get('speedup_ci_low'), best.get('speedup_ci_high'), 'x')}"  # noqa: E501
-                f" (n = {config.get('n_prompts')}); predicted (Leviathan) "
-                f"{fmt(best.get('predicted_speedup_leviathan'), 'x')}"
-            )
-        ad = summary.get("adaptive") or {}
-        if ad.get("speedup"):
-            span = "..".join(str(ad[k]) for k in ("k_min", "k_max") if ad.get(k) is not None)
-            out.append(f"adaptive K ({span or 'schedule'}): speedup {_ci(ad['speedup'], 'x')}")
-        return out
-    if exp == "sampling":
-        return [
-            f"`{t['method']}` at T = {t['temperature']}: speedup "
-            f"{interval(t.get('speedup'), t.get('speedup_ci_low'), t.get('speedup_ci_high'), 'x')}"
-            f", acceptance {interval(t.get('acceptance_rate'), t.get('acceptance_rate_ci_low'), t.get('acceptance_rate_ci_high'), '%')}"  # noqa: E501
-            for t in summary.get("table", [])
-            if t.get("method") != "baseline"
-        ]
+    """The headline's lines for a result: its declaration's `headline` where it has one (a
+    table per context or K), else one line per arm."""
+    decl = declared(summary.get("experiment"))
+    if decl is not None and decl.headline is not None:
+        return decl.headline(summary, config)
     return _headline_arms(summary)
 
 
@@ -368,73 +297,14 @@ def _shown_arms(summary: dict) -> list[str]:
     return out
 
 
-def _shown_table(summary: dict, key: str, cell: str) -> list[str]:
-    """Per method, the first and last cell and whether their intervals overlap."""
-    by: dict[str, list[dict]] = {}
-    for t in summary.get("table", []):
-        m = t.get("method", t.get("draft"))
-        if m != "baseline" and _finite(t.get(key)):
-            by.setdefault(m, []).append(t)
-    out = []
-    kind = "%" if key in ("agreement", "acceptance_rate") else "x"
-    for m, ts in by.items():
-        a, b = ts[0], ts[-1]
-        if a is b:
-            continue
-        own = f"{key}_ci_low" in a
-        lo, hi = (f"{key}_ci_low", f"{key}_ci_high") if own else ("ci_low", "ci_high")
-        apart = all(_finite(x.get(y)) for x in (a, b) for y in (lo, hi)) and (
-            a[lo] > b[hi] or b[lo] > a[hi]
-        )
-        move = "fell" if b[key] < a[key] else "rose"
-        out.append(
-            f"`{m}`'s {key.replace('_', ' ')} {move} from {fmt(a[key], kind)} at {cell} "
-            f"{a.get(cell)} to {fmt(b[key], kind)} at {cell} {b.get(cell)} "
-            + ("(the two intervals do not overlap)" if apart else "(the two intervals overlap)")
-            + _n_of(a))  # fmt: skip
-    return out
-
-
-def _n_of(row: dict) -> str:
-    """', n = 12 prompts' (or documents) for a table row; empty when the row has no count."""
-    for key, unit in (("n_prompts", "prompts"), ("n_documents", "documents")):
-        if row.get(key):
-            return f", n = {row[key]} {unit}"
-    return ""
-
-
-def _shown_sampling(summary: dict) -> list[str]:
-    out = []
-    for t, chk in sequence_family(summary.get("sequence_check") or {}).items():
-        said = ", ".join(
-            f"`{m}` {c.get('verdict')} (p = {fmt(c.get('p_value'))}, "
-            f"{fmt(c.get('n_tested'), 'n')} tokens)"
-            for m, c in chk.items()
-        )
-        out.append(f"at T = {t}, tokens 1..m against the target's exact conditionals: {said}")
-    for t, chk in (summary.get("distribution_check") or {}).items():
-        said = ", ".join(f"`{m}` p = {fmt(c.get('p_value'))} (detects TVD "
-                         f"{fmt(c.get('detectable_tvd'))}, n = {fmt(c.get('n_samples'), 'n')})"
-                         for m, c in chk.items() if isinstance(c, dict))  # fmt: skip
-        out.append(f"at T = {t}, the first sampled token against the target's: {said}")
-    return out
-
-
 def showed(summary: dict) -> str | None:
     """**What it showed**: the run's result in words, read from the files (intervals against
     1x, first against last cell of a sweep, the sampling checks' outcomes), and the hypotheses
     its files feed, with where the book decides them."""
     exp = summary.get("experiment", "")
-    if exp in ("context_sweep", "context_sweep_nocache"):
-        lines = _shown_table(summary, "speedup", "context")
-    elif exp == "agreement":
-        lines = _shown_table(summary, "agreement", "context")
-    elif exp == "sampling":
-        lines = _shown_sampling(summary)
-    elif exp == "implementations":
-        lines = _shown_implementations(summary)
-    else:
-        lines = _shown_arms(summary)
+    decl = declared(exp)
+    lines = decl.showed(summary) if decl is not None and decl.showed is not None else (
+        _shown_arms(summary))  # fmt: skip
     parts = []
     if lines:
         parts.append("**What it showed.** " + "; ".join(lines) + ".")

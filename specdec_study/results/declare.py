@@ -124,7 +124,12 @@ class Experiment:
     summary sections from its rows, (rows, config, stated summary) -> dict (what
     `analysis.from_rows` checks the book's numbers with). Every experiment of the catalog has a
     run and a config (`runner.experiments.bound` refuses one without); one without `summarize`
-    has its book's numbers read from its summary."""
+    has its book's numbers read from its summary.
+    `headline` and `showed`: its reading's lines (`reporting.readings` joins them), the
+    headline's from (summary, config) and "What it showed"'s from the summary, each a list of
+    str; None: one line per arm (`readings._headline_arms`, `readings._shown_arms`). They print
+    numbers with `reporting.number_format` and `reporting.reading_lines`, which import no
+    catalog."""
 
     name: str
     what: str
@@ -139,6 +144,10 @@ class Experiment:
     summarize: Callable[[list[dict[str, Any]], dict[str, Any], dict[str, Any]], dict[str, Any]] | None = (
         field(default=None, compare=False)
     )
+    headline: Callable[[dict[str, Any], dict[str, Any]], list[str]] | None = field(
+        default=None, compare=False
+    )
+    showed: Callable[[dict[str, Any]], list[str]] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

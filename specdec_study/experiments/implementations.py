@@ -35,7 +35,7 @@ from specdec_study.analysis import stats
 from specdec_study.analysis.summary import ArmsCell, Num, PointCI, arm_rows, arm_walls, summarize
 from specdec_study.reporting.earlier import earlier_recomputed
 from specdec_study.reporting.figures import implementation_figures
-from specdec_study.reporting.number_format import interval_of
+from specdec_study.reporting.number_format import fmt, interval_of
 from specdec_study.results.declare import (
     BASELINE,
     Experiment,
@@ -565,6 +565,23 @@ def showed(summary: dict[str, Any]) -> list[str]:
     return out
 
 
+def table(rows: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
+    """The reading's table: the positive control's (variant, context) rows, each interval
+    joined."""
+    return [
+        {
+            "variant": f"`{t.get('variant')}`",
+            "context (tokens)": fmt(t.get("context"), "n"),
+            "n (prompts)": fmt(t.get("n_prompts"), "n"),
+            "tokens per target call": interval_of(t.get("tokens_per_call"), ""),
+            "paired speedup": interval_of(t.get("paired_speedup"), "x"),
+            "speedup vs its baseline at 20": interval_of(t.get("single_divisor_speedup"), "x"),
+            "identical to greedy": fmt(t.get("identical_fraction"), "%"),
+        }
+        for t in rows
+    ]
+
+
 implementations = Experiment(
     "implementations",
     "the positive control: the earlier study's shape reproduced on purpose by the implementations "
@@ -597,4 +614,5 @@ implementations = Experiment(
     summarize=from_rows,
     headline=headline,
     showed=showed,
+    table=table,
 )

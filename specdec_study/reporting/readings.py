@@ -113,10 +113,16 @@ def _load(path: Path) -> tuple[dict, dict, dict]:
     return read("summary.json"), read("config.json"), read("env.json")
 
 
+def _timed(config: dict) -> bool:
+    """Whether the run generated on prompts (timed, arms interleaved), not teacher-forced on
+    documents (the agreement: no generation, no timing)."""
+    return not (config.get("n_prompts") is None and config.get("n_documents") is not None)
+
+
 def _sample_size(config: dict) -> str:
     """'6 prompts, 32 new tokens each', or for the teacher-forced agreement (no generation)
     '40 documents, 64 teacher-forced positions each'."""
-    if config.get("n_prompts") is None and config.get("n_documents") is not None:
+    if not _timed(config):
         return (
             f"{config['n_documents']} documents, "
             f"{config.get('continuation_tokens')} teacher-forced positions each"
@@ -151,7 +157,7 @@ def what_was_run(summary: dict, config: dict, env: dict) -> str:
         parts.append(
             " Arms: " + ", ".join(f"{md_code(m)} ({md_code(d)})" for m, d in arms.items()) + "."
         )
-    if exp not in ("agreement",) and "arms" in config:
+    if _timed(config) and "arms" in config:
         parts.append(
             " Arms run interleaved per prompt after a warm-up; intervals are 95% bootstrap "
             "intervals over prompts (paired for speedups)."
@@ -173,22 +179,6 @@ def _headline_arms(summary: dict) -> list[str]:
         bits.append(f"{fmt(s.get('identical_fraction'), '%')} of outputs identical to greedy")
         out.append(f"`{m}`: " + ", ".join(bits) + f" (n = {n})")
     return out
-
-
-def implementations_rows(table: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
-    """The positive control's (variant, context) rows, each interval joined."""
-    return [
-        {
-            "variant": f"`{t.get('variant')}`",
-            "context (tokens)": fmt(t.get("context"), "n"),
-            "n (prompts)": fmt(t.get("n_prompts"), "n"),
-            "tokens per target call": _ci(t.get("tokens_per_call"), ""),
-            "paired speedup": _ci(t.get("paired_speedup"), "x"),
-            "speedup vs its baseline at 20": _ci(t.get("single_divisor_speedup"), "x"),
-            "identical to greedy": fmt(t.get("identical_fraction"), "%"),
-        }
-        for t in table
-    ]
 
 
 def declared(experiment: str | None) -> Any:
@@ -322,8 +312,9 @@ def reading(path: Path) -> str:
     if hl := headline(summary, config):
         parts.append("**Headline** (point estimate [95% interval]):\n\n"
                      + "\n".join(f"- {h}" for h in hl))  # fmt: skip
-    if summary.get("experiment") == "implementations" and summary.get("table"):
-        parts.append(md_table(implementations_rows(summary["table"])))
+    decl = declared(summary.get("experiment"))
+    if decl is not None and decl.table is not None and summary.get("table"):
+        parts.append(md_table(decl.table(summary["table"])))
     elif summary.get("table"):
         rows = table_rows(summary["table"])
         parts.append(md_table(rows))

@@ -129,7 +129,8 @@ class Experiment:
     headline's from (summary, config) and "What it showed"'s from the summary, each a list of
     str; None: one line per arm (`readings._headline_arms`, `readings._shown_arms`). They print
     numbers with `reporting.number_format` and `reporting.reading_lines`, which import no
-    catalog."""
+    catalog. `table`: the reading's table from its summary's `table` rows (each row a dict of
+    header -> printed cell); None: the summary's chosen columns (`readings.table_rows`)."""
 
     name: str
     what: str
@@ -148,6 +149,9 @@ class Experiment:
         default=None, compare=False
     )
     showed: Callable[[dict[str, Any]], list[str]] | None = field(default=None, compare=False)
+    table: Callable[[Sequence[dict[str, Any]]], list[dict[str, str]]] | None = field(
+        default=None, compare=False
+    )
 
 
 @dataclass(frozen=True)

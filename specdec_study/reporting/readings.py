@@ -3,8 +3,10 @@
 `reading(path)` returns Markdown: what was run (model, dtype, device, arms, prompts, tokens), the
 headline numbers with their 95% intervals and n, a table with chosen columns (rounded, with units,
 no index, no empty cells), and each figure with a caption that says what to look at.
-`display_reading(path)` displays it in a notebook. What each experiment runs and each figure's
-caption are read from the experiments' declarations (`results.catalog`). Reads only the files of
+`display_reading(path)` displays it in a notebook. What each experiment runs, each figure's
+caption, and an experiment's own headline, "What it showed" lines and table (where it declares
+them; else one line or row per arm) are read from the experiments' declarations
+(`results.catalog`), so no experiment is named here. Reads only the files of
 results/SCHEMA.md; knows nothing about models, and judges nothing (verdicts are the book's, from
 rules written before the numbers).
 """

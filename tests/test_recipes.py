@@ -276,7 +276,7 @@ def bars(summary: dict[str, Any], rows: list[dict[str, Any]]) -> Any:
     return fig
 
 
-def headline(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
+def reading_headline(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
     return [f"the toy ran on {{fmt(config.get('n_prompts'), 'n')}} prompts"]
 
 
@@ -290,7 +290,7 @@ toy = Experiment(
     figures=(Figure("toy_bars.png", {TOY_CAPTION!r}, draw=bars),),
     build_config=config,
     run=run,
-    headline=headline,  # the reading's headline lines (optional; so is showed=)
+    headline=reading_headline,  # the reading's headline lines (optional; so is showed=)
 )
 NOTEBOOK = Notebook("08_toy", "Toy", "A toy notebook. Writes `toy/`.", (toy,))
 '''

@@ -583,12 +583,12 @@ output; other model drafts run one forward each.
 """
 
 
-def headline(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
+def reading_headline(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
     """The reading's headline: each draft's agreement at the lowest and highest context."""
     return headline_table(summary, "agreement", "context", "agreement")
 
 
-def showed(summary: dict[str, Any]) -> list[str]:
+def reading_showed(summary: dict[str, Any]) -> list[str]:
     """What it showed: whether each draft's agreement intervals at those contexts overlap."""
     return shown_table(summary, "agreement", "context")
 
@@ -630,6 +630,6 @@ agreement = Experiment(
     build_config=config,
     run=run,
     summarize=from_rows,
-    headline=headline,
-    showed=showed,
+    headline=reading_headline,
+    showed=reading_showed,
 )

@@ -433,13 +433,13 @@ are never reused as interleaved ones.
 """
 
 
-def headline(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
+def reading_headline(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
     """The reading's headline (both sweeps): each draft's speedup at the lowest and highest
     context."""
     return headline_table(summary, "speedup", "context", "speedup")
 
 
-def showed(summary: dict[str, Any]) -> list[str]:
+def reading_showed(summary: dict[str, Any]) -> list[str]:
     """What it showed (both sweeps): whether each draft's speedup intervals at those contexts
     overlap."""
     return shown_table(summary, "speedup", "context")
@@ -456,8 +456,8 @@ context_sweep = Experiment(
     build_config=config,
     run=run,
     summarize=from_rows,
-    headline=headline,
-    showed=showed,
+    headline=reading_headline,
+    showed=reading_showed,
 )
 # this result directory's section of results/SCHEMA.md (`make notebooks` writes it there)
 CONTEXT_SWEEP_NOCACHE_SCHEMA = """\
@@ -479,8 +479,8 @@ context_sweep_nocache = Experiment(
     build_config=config,
     run=run,
     summarize=from_rows,
-    headline=headline,
-    showed=showed,
+    headline=reading_headline,
+    showed=reading_showed,
 )
 
 NOTEBOOK = Notebook(

@@ -536,7 +536,7 @@ named as the variant:
 """
 
 
-def headline(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
+def reading_headline(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
     """Per variant of the positive control: its single-divisor speedup at the lowest and highest
     context (and its n)."""
     out = []
@@ -549,7 +549,7 @@ def headline(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
     return out
 
 
-def showed(summary: dict[str, Any]) -> list[str]:
+def reading_showed(summary: dict[str, Any]) -> list[str]:
     """Per variant: the two ratios (highest over lowest context) and the shape rule's label."""
     out = []
     for v, ch in (summary.get("changes") or {}).items():
@@ -565,7 +565,7 @@ def showed(summary: dict[str, Any]) -> list[str]:
     return out
 
 
-def table(rows: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
+def reading_table(rows: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
     """The reading's table: the positive control's (variant, context) rows, each interval
     joined."""
     return [
@@ -612,7 +612,7 @@ implementations = Experiment(
     build_config=config,
     run=run,
     summarize=from_rows,
-    headline=headline,
-    showed=showed,
-    table=table,
+    headline=reading_headline,
+    showed=reading_showed,
+    table=reading_table,
 )

@@ -268,7 +268,7 @@ with an adaptive K, `k` = its maximum). `arms`: ArmSummary each. `ks`: list.
 """
 
 
-def headline(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
+def reading_headline(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
     """The reading's headline: the best measured K (its speedup, n and Leviathan's prediction),
     and the adaptive schedule's speedup."""
     ts = [t for t in summary.get("table", []) if is_number(t.get("speedup"))]
@@ -315,7 +315,7 @@ k_sweep = Experiment(
     build_config=config,
     run=run,
     summarize=from_rows,
-    headline=headline,
+    headline=reading_headline,
 )
 
 NOTEBOOK = Notebook(

@@ -539,7 +539,7 @@ Temperatures `temperatures` (config, e.g. [0.7, 1.0]) with lossless speculative 
 """
 
 
-def headline(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
+def reading_headline(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
     """The reading's headline: per speculative arm and temperature, its speedup and acceptance."""
     return [
         f"`{t['method']}` at T = {t['temperature']}: speedup "
@@ -550,7 +550,7 @@ def headline(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
     ]
 
 
-def showed(summary: dict[str, Any]) -> list[str]:
+def reading_showed(summary: dict[str, Any]) -> list[str]:
     """What the reading says it showed: each sampling check's outcome, per temperature."""
     out = []
     for t, chk in sequence_family(summary.get("sequence_check") or {}).items():
@@ -594,8 +594,8 @@ sampling = Experiment(
     build_config=config,
     run=run,
     summarize=from_rows,
-    headline=headline,
-    showed=showed,
+    headline=reading_headline,
+    showed=reading_showed,
 )
 
 NOTEBOOK = Notebook(

@@ -23,7 +23,7 @@ from specdec_study.analysis.changes import (
     prompt_swap_change,
     same_documents,
 )
-from specdec_study.results.catalog import BASELINE
+from specdec_study.results.declare import BASELINE
 from specdec_study.results.read import Profile
 from specdec_study.results.store import ExperimentResult
 

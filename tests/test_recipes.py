@@ -123,13 +123,15 @@ def test_every_declared_default_section_fits_the_profile_schema(name):
 
 # The whole toy experiment, one file in the `specdec_study.experiments` package: its shapes,
 # config and run (functions of the `runner.lab.Lab` the runner hands them), its figure with its
-# drawing, its declaration and its notebook. Nothing else is edited to add it.
+# drawing, its reading's headline, its declaration and its notebook. Nothing else is edited to
+# add it.
 TOY_MODULE = f'''"""A toy experiment in one module."""
 
 from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from specdec_study.reporting.number_format import fmt
 from specdec_study.results.declare import Experiment, Figure, Notebook
 
 
@@ -155,6 +157,10 @@ def bars(summary: dict[str, Any], rows: list[dict[str, Any]]) -> Any:
     return fig
 
 
+def reading_headline(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    return [f"the toy ran on {{fmt(config.get('n_prompts'), 'n')}} prompts"]
+
+
 toy = Experiment(
     "toy",
     "a toy experiment in one module",
@@ -164,6 +170,7 @@ toy = Experiment(
     figures=(Figure("toy_bars.png", {TOY_CAPTION!r}, draw=bars),),
     build_config=config,
     run=run,
+    headline=reading_headline,  # the reading's headline lines (optional; so is showed=)
 )
 NOTEBOOK = Notebook("08_toy", "Toy", "A toy notebook. Writes `toy/`.", (toy,))
 '''
@@ -222,6 +229,11 @@ def test_experiment_module_recipe_one_file_reaches_catalog_runner_figures_and_no
     assert readings.figures(path) == [(path / "figures" / "toy_bars.png", TOY_CAPTION)]
     assert readings.captions()["toy_bars"] == TOY_CAPTION
     assert declared.alt_text("toy_bars.png", ["toy"]) == "Toy bars, one per row."
+    # its reading's headline is its declaration's; without showed=, no "What it showed" line
+    assert "**Headline** (point estimate [95% interval]):\n\n- the toy ran on 1 prompts" in (
+        readings.reading(path)
+    )
+    assert readings.showed(summary) is None
 
     nb = _generator().build(toy_notebook := catalog.STUDY[-1])
     assert toy_notebook.experiments == (toy,)

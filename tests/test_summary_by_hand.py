@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from specdec_study.analysis.summary import summarize
-from specdec_study.results.catalog import BASELINE
+from specdec_study.results.declare import BASELINE
 
 
 def row(method: str, prompt: int, wall: float, tokens: int, **kw) -> dict:

@@ -23,7 +23,7 @@ from specdec_lib.generate import Generator
 from specdec_lib.measure.paired import Arm
 from specdec_study.analysis import theory
 from specdec_study.analysis.summary import arm_rows
-from specdec_study.results.catalog import BASELINE
+from specdec_study.results.declare import BASELINE
 
 
 @torch.inference_mode()

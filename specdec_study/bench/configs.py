@@ -12,7 +12,7 @@ from specdec_lib.core.draft import Drafter
 from specdec_lib.core.processors import NO_CONTROL, RepetitionControl
 from specdec_lib.drafters.registry import PRESETS, SELF_KEEP, SELF_LAYERS, DraftContext, build
 from specdec_lib.models import LoadedModel
-from specdec_study.results.catalog import BASELINE
+from specdec_study.results.declare import BASELINE
 
 KS = (2, 4, 8)
 CONTEXTS = (20, 100)

@@ -9,7 +9,7 @@ from typing import Any
 from specdec_study.analysis import stats
 from specdec_study.analysis.summary import arm_walls
 from specdec_study.bench.calibrate import _decode_prediction
-from specdec_study.results.catalog import BASELINE
+from specdec_study.results.declare import BASELINE
 
 HF_PLAIN = ("hf_greedy", "hf_sample")  # HF's autoregressive arm in a greedy / sampling group
 

@@ -59,7 +59,7 @@ from specdec_study.bench.strata import print_strata, repetition_strata
 from specdec_study.bench.table import _print_summary, print_identity, print_table
 from specdec_study.bench.targets import _targets
 from specdec_study.environment import runtime, tracking
-from specdec_study.results.catalog import BASELINE
+from specdec_study.results.declare import BASELINE
 from specdec_study.results.store import clean
 
 # ----------------------------------------------------------------------------- arms

@@ -11,7 +11,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from specdec_study.analysis import stats
-from specdec_study.results.catalog import BASELINE
+from specdec_study.results.declare import BASELINE
 
 THIRDS = ("low", "middle", "high")
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from specdec_study.bench.configs import BEST_SHORT
 from specdec_study.bench.numbers import _ratio
-from specdec_study.results.catalog import BASELINE
+from specdec_study.results.declare import BASELINE
 
 TARGETS = {
     "baseline_vs_hf_greedy": 1.0,

@@ -55,6 +55,7 @@ from specdec_study.analysis.rules import implied_acceptance
 from specdec_study.analysis.summary import Num
 from specdec_study.reporting.earlier import earlier_recomputed
 from specdec_study.reporting.figures import context_length as context_figures
+from specdec_study.reporting.reading_lines import headline_table, shown_table
 from specdec_study.results.declare import Experiment, Figure, StudyConfig, StudySummary
 
 if TYPE_CHECKING:
@@ -581,6 +582,17 @@ output; other model drafts run one forward each.
   ["<context>"]`: `agree`, `positions`, `share`.
 """
 
+
+def reading_headline(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    """The reading's headline: each draft's agreement at the lowest and highest context."""
+    return headline_table(summary, "agreement", "context", "agreement")
+
+
+def reading_showed(summary: dict[str, Any]) -> list[str]:
+    """What it showed: whether each draft's agreement intervals at those contexts overlap."""
+    return shown_table(summary, "agreement", "context")
+
+
 agreement = Experiment(
     "agreement",
     "teacher-forced agreement of draft and target on the same positions (no timing)",
@@ -617,4 +629,6 @@ agreement = Experiment(
     build_config=config,
     run=run,
     summarize=from_rows,
+    headline=reading_headline,
+    showed=reading_showed,
 )

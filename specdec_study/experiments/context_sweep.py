@@ -37,6 +37,7 @@ from specdec_study.analysis.summary import (
 )
 from specdec_study.experiments import agreement, implementations
 from specdec_study.reporting.figures import context_length as context_figures
+from specdec_study.reporting.reading_lines import headline_table, shown_table
 from specdec_study.results.declare import (
     BASELINE,
     Experiment,
@@ -431,6 +432,19 @@ are never reused as interleaved ones.
   in its prompt's run order); its rows are by context, then prompt.
 """
 
+
+def reading_headline(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    """The reading's headline (both sweeps): each draft's speedup at the lowest and highest
+    context."""
+    return headline_table(summary, "speedup", "context", "speedup")
+
+
+def reading_showed(summary: dict[str, Any]) -> list[str]:
+    """What it showed (both sweeps): whether each draft's speedup intervals at those contexts
+    overlap."""
+    return shown_table(summary, "speedup", "context")
+
+
 context_sweep = Experiment(
     "context_sweep",
     "drafting at growing visible context, each context against its own baseline",
@@ -441,6 +455,8 @@ context_sweep = Experiment(
     build_config=config,
     run=run,
     summarize=from_rows,
+    headline=reading_headline,
+    showed=reading_showed,
 )
 # this result directory's section of results/SCHEMA.md (`make notebooks` writes it there)
 CONTEXT_SWEEP_NOCACHE_SCHEMA = """\
@@ -461,6 +477,8 @@ context_sweep_nocache = Experiment(
     build_config=config,
     run=run,
     summarize=from_rows,
+    headline=reading_headline,
+    showed=reading_showed,
 )
 
 NOTEBOOK = Notebook(

@@ -35,6 +35,7 @@ from specdec_study.analysis import stats
 from specdec_study.analysis.summary import ArmsCell, Num, PointCI, arm_rows, arm_walls, summarize
 from specdec_study.reporting.earlier import earlier_recomputed
 from specdec_study.reporting.figures import implementation_figures
+from specdec_study.reporting.number_format import fmt, interval_of
 from specdec_study.results.declare import (
     BASELINE,
     Experiment,
@@ -534,6 +535,53 @@ named as the variant:
   `headline[variant]`: `single_divisor_ratio`, `tokens_per_call_ratio`, `label`.
 """
 
+
+def reading_headline(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    """Per variant of the positive control: its single-divisor speedup at the lowest and highest
+    context (and its n)."""
+    out = []
+    for v, ch in (summary.get("changes") or {}).items():
+        out.append(
+            f"`{v}`: speedup against its baseline at context {summary.get('reference_context')}: "
+            f"{interval_of(ch.get('single_divisor_lo'), 'x')} at {ch.get('lo')}, "
+            f"{interval_of(ch.get('single_divisor_hi'), 'x')} at {ch.get('hi')}"
+        )
+    return out
+
+
+def reading_showed(summary: dict[str, Any]) -> list[str]:
+    """Per variant: the two ratios (highest over lowest context) and the shape rule's label."""
+    out = []
+    for v, ch in (summary.get("changes") or {}).items():
+        r = ch.get("single_divisor_ratio") or {}
+        calls = ch.get("tokens_per_call_ratio") or {}
+        out.append(
+            f"`{v}`'s speedup the earlier study's way changed by a factor "
+            f"{interval_of({**r, 'n': None}, '')} from context {ch.get('lo')} to "
+            f"{ch.get('hi')}, its tokens per target call by a factor "
+            f"{interval_of({**calls, 'n': None}, '')}"
+            f" (n = {r.get('n')} prompts): the shape rule says {ch.get('label')}"
+        )
+    return out
+
+
+def reading_table(rows: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
+    """The reading's table: the positive control's (variant, context) rows, each interval
+    joined."""
+    return [
+        {
+            "variant": f"`{t.get('variant')}`",
+            "context (tokens)": fmt(t.get("context"), "n"),
+            "n (prompts)": fmt(t.get("n_prompts"), "n"),
+            "tokens per target call": interval_of(t.get("tokens_per_call"), ""),
+            "paired speedup": interval_of(t.get("paired_speedup"), "x"),
+            "speedup vs its baseline at 20": interval_of(t.get("single_divisor_speedup"), "x"),
+            "identical to greedy": fmt(t.get("identical_fraction"), "%"),
+        }
+        for t in rows
+    ]
+
+
 implementations = Experiment(
     "implementations",
     "the positive control: the earlier study's shape reproduced on purpose by the implementations "
@@ -563,4 +611,7 @@ implementations = Experiment(
     build_config=config,
     run=run,
     summarize=from_rows,
+    headline=reading_headline,
+    showed=reading_showed,
+    table=reading_table,
 )

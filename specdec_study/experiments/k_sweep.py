@@ -25,6 +25,7 @@ from specdec_study.analysis.summary import (
 )
 from specdec_study.analysis.theory import best_k, expected_speedup
 from specdec_study.reporting.figures import arms as arm_figures
+from specdec_study.reporting.number_format import fmt, interval, interval_of, is_number
 from specdec_study.results.declare import (
     BASELINE,
     Experiment,
@@ -266,6 +267,27 @@ with an adaptive K, `k` = its maximum). `arms`: ArmSummary each. `ks`: list.
   of the drafted tokens were accepted; within [k_min, k_max].
 """
 
+
+def reading_headline(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    """The reading's headline: the best measured K (its speedup, n and Leviathan's prediction),
+    and the adaptive schedule's speedup."""
+    ts = [t for t in summary.get("table", []) if is_number(t.get("speedup"))]
+    out = []
+    if ts:
+        best = max(ts, key=lambda t: t["speedup"])
+        out.append(
+            f"best measured K = {best['k']}: speedup "
+            f"{interval(best['speedup'], best.get('speedup_ci_low'), best.get('speedup_ci_high'), 'x')}"  # noqa: E501
+            f" (n = {config.get('n_prompts')}); predicted (Leviathan) "
+            f"{fmt(best.get('predicted_speedup_leviathan'), 'x')}"
+        )
+    ad = summary.get("adaptive") or {}
+    if ad.get("speedup"):
+        span = "..".join(str(ad[k]) for k in ("k_min", "k_max") if ad.get(k) is not None)
+        out.append(f"adaptive K ({span or 'schedule'}): speedup {interval_of(ad['speedup'], 'x')}")
+    return out
+
+
 k_sweep = Experiment(
     "k_sweep",
     "the transformer draft at each draft length K, and an adaptive-K schedule",
@@ -292,6 +314,7 @@ k_sweep = Experiment(
     build_config=config,
     run=run,
     summarize=from_rows,
+    headline=reading_headline,
 )
 
 NOTEBOOK = Notebook(

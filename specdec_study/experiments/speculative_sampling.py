@@ -35,6 +35,7 @@ from specdec_study.analysis.summary import (
     summarize,
 )
 from specdec_study.reporting.figures import arms as arm_figures
+from specdec_study.reporting.number_format import fmt, interval
 from specdec_study.results.declare import (
     BASELINE,
     Experiment,
@@ -537,6 +538,36 @@ Temperatures `temperatures` (config, e.g. [0.7, 1.0]) with lossless speculative 
   tvd_speculative, tvd_baseline, detectable_tvd}` (the transformer arm).
 """
 
+
+def reading_headline(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    """The reading's headline: per speculative arm and temperature, its speedup and acceptance."""
+    return [
+        f"`{t['method']}` at T = {t['temperature']}: speedup "
+        f"{interval(t.get('speedup'), t.get('speedup_ci_low'), t.get('speedup_ci_high'), 'x')}"
+        f", acceptance {interval(t.get('acceptance_rate'), t.get('acceptance_rate_ci_low'), t.get('acceptance_rate_ci_high'), '%')}"  # noqa: E501
+        for t in summary.get("table", [])
+        if t.get("method") != "baseline"
+    ]
+
+
+def reading_showed(summary: dict[str, Any]) -> list[str]:
+    """What the reading says it showed: each sampling check's outcome, per temperature."""
+    out = []
+    for t, chk in sequence_family(summary.get("sequence_check") or {}).items():
+        said = ", ".join(
+            f"`{m}` {c.get('verdict')} (p = {fmt(c.get('p_value'))}, "
+            f"{fmt(c.get('n_tested'), 'n')} tokens)"
+            for m, c in chk.items()
+        )
+        out.append(f"at T = {t}, tokens 1..m against the target's exact conditionals: {said}")
+    for t, chk in (summary.get("distribution_check") or {}).items():
+        said = ", ".join(f"`{m}` p = {fmt(c.get('p_value'))} (detects TVD "
+                         f"{fmt(c.get('detectable_tvd'))}, n = {fmt(c.get('n_samples'), 'n')})"
+                         for m, c in chk.items() if isinstance(c, dict))  # fmt: skip
+        out.append(f"at T = {t}, the first sampled token against the target's: {said}")
+    return out
+
+
 sampling = Experiment(
     "sampling",
     "lossless speculative sampling at temperature > 0",
@@ -562,6 +593,8 @@ sampling = Experiment(
     build_config=config,
     run=run,
     summarize=from_rows,
+    headline=reading_headline,
+    showed=reading_showed,
 )
 
 NOTEBOOK = Notebook(

@@ -13,7 +13,7 @@ import pandas as pd
 from specdec_study.analysis import decomposition as D
 from specdec_study.reporting.earlier import earlier_study
 from specdec_study.reporting.format import num
-from specdec_study.results.catalog import BASELINE
+from specdec_study.results.declare import BASELINE
 from specdec_study.results.read import Profile, sweep_contexts
 
 C0, C1, REF = 10, 100, 20

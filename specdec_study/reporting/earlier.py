@@ -4,24 +4,14 @@ Knows nothing about our results."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from specdec_lib import ROOT
+from specdec_study.reporting.number_format import finite
 
 EARLIER_CSV = ROOT / "book" / "data" / "earlier_study.csv"
-
-
-def _finite(x: Any) -> bool:
-    """Whether x is a finite number (as `reporting.format.finite`, which this module cannot
-    import: format imports the catalog, and an experiment module's drawing imports this one)."""
-    try:
-        return math.isfinite(float(x))
-    except (TypeError, ValueError):
-        return False
 
 
 def earlier_study(path: Path = EARLIER_CSV) -> pd.DataFrame:
@@ -52,9 +42,9 @@ def earlier_table(df: pd.DataFrame | None = None) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "strategy": df["strategy"],
-            "K": [("-" if not _finite(k) else str(int(k))) for k in df["k"]],
+            "K": [("-" if not finite(k) else str(int(k))) for k in df["k"]],
             "context": df["context"].astype(int).astype(str),
-            "acceptance": [("-" if not _finite(a) else f"{a:.2f}%") for a in df["acceptance_pct"]],
+            "acceptance": [("-" if not finite(a) else f"{a:.2f}%") for a in df["acceptance_pct"]],
             "time": [f"{t:.2f} s" for t in df["time_s"]],
             "speedup (as reported)": [f"{s:.2f}x" for s in df["speedup"]],
             f"{base:.2f} s / time (recomputed)": [f"{s:.4f}" for s in df["one_baseline_speedup"]],

@@ -1,10 +1,11 @@
-"""How the book prints numbers: fixed decimals, percentages, intervals with their n, Markdown
-tables and admonitions; and how text read from a result file is placed into Markdown as literal
-text (`md_text` in prose, captions and headings; `md_code` in a code span; `md_cell` in a table
-cell; `download_role` for a file link), never as MyST markup (a directive, a role, raw HTML or a
-substitution would read files, run scripts or run templates at build time). Knows nothing about
-experiments beyond the catalog, and nothing about which strings came from a result file: the
-caller says so by calling these."""
+"""How the book prints Markdown: tables and admonitions; its numbers (fixed decimals,
+percentages, intervals with their n) are `reporting.number_format`'s, re-exported here. And how
+text read from a result file is placed into Markdown as literal text (`md_text` in prose,
+captions and headings; `md_code` in a code span; `md_cell` in a table cell; `download_role` for
+a file link), never as MyST markup (a directive, a role, raw HTML or a substitution would read
+files, run scripts or run templates at build time). Knows nothing about experiments beyond the
+catalog, and nothing about which strings came from a result file: the caller says so by
+calling these."""
 
 from __future__ import annotations
 
@@ -15,76 +16,19 @@ from typing import Any
 
 import pandas as pd
 
+from specdec_study.reporting.number_format import (  # noqa: F401  (re-exported)
+    as_float,
+    central,
+    ci,
+    ci_pct,
+    finite,
+    interval_n,
+    num,
+    pct,
+)
 from specdec_study.results.catalog import EXPERIMENTS, NOTEBOOKS
 from specdec_study.results.read import Profile
 from specdec_study.results.schema import SAFE_NAME
-
-
-def as_float(x: Any) -> float:
-    """x as a float, NaN when it is not a number."""
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return math.nan
-    return v
-
-
-def finite(x: Any) -> bool:
-    """Whether x is a finite number."""
-    return math.isfinite(as_float(x))
-
-
-def _r(x: float, nd: int) -> str:
-    """Fixed decimals without a negative zero."""
-    return f"{round(x, nd) + 0.0:.{nd}f}"
-
-
-def num(x: Any, nd: int = 2, suffix: str = "") -> str:
-    """A number to nd decimals with a suffix: 1.234 -> '1.23x'; 'n/a' when not finite."""
-    return f"{_r(as_float(x), nd)}{suffix}" if finite(x) else "n/a"
-
-
-def pct(x: Any, nd: int = 2) -> str:
-    """A fraction as a percentage: 0.8945 -> '89.45%'."""
-    return f"{_r(100 * as_float(x), nd)}%" if finite(x) else "n/a"
-
-
-def central(d: Any) -> float:
-    """The point estimate of a {value|median, ci_low, ci_high} dict (or a bare number)."""
-    if isinstance(d, dict):
-        return as_float(d.get("value", d.get("median")))
-    return as_float(d)
-
-
-def interval_n(d: Any) -> int | None:
-    """The n an interval dict rests on ("n", else the "n_prompts" written beside it)."""
-    if not isinstance(d, dict):
-        return None
-    n = d.get("n", d.get("n_prompts"))
-    return int(n) if finite(n) else None
-
-
-def ci(d: Any, nd: int = 2, scale: float = 1.0, suffix: str = "", n: Any = None) -> str:
-    """'1.23 [1.10, 1.35], n=20' from a {value|median, ci_low, ci_high[, n]} dict: the n beside
-    the interval is the dict's own, else the n given (e.g. the arm's prompts, for result files
-    written before intervals carried their n)."""
-    if not isinstance(d, dict):
-        return num(as_float(d) * scale, nd, suffix)
-    v, lo, hi = (central(d), as_float(d.get("ci_low")), as_float(d.get("ci_high")))
-    if not finite(v):
-        return "n/a"
-    if not (finite(lo) and finite(hi)):
-        return num(v * scale, nd, suffix)
-    own = interval_n(d)
-    n = own if own is not None else (int(as_float(n)) if finite(n) else None)
-    tail = f", n={n}" if n is not None else ""
-    return f"{_r(v * scale, nd)}{suffix} [{_r(lo * scale, nd)}, {_r(hi * scale, nd)}]{tail}"
-
-
-def ci_pct(d: Any, nd: int = 1, n: Any = None) -> str:
-    """ci() of a fraction shown as a percentage: '89.5% [88.1, 90.7]'."""
-    return ci(d, nd, 100.0, "%", n)
-
 
 # Characters with a meaning inside a line of MyST Markdown or HTML (escapes, code, emphasis,
 # roles and substitutions, links and images, raw HTML and autolinks, math, strikethrough, table

@@ -3,8 +3,10 @@
 `reading(path)` returns Markdown: what was run (model, dtype, device, arms, prompts, tokens), the
 headline numbers with their 95% intervals and n, a table with chosen columns (rounded, with units,
 no index, no empty cells), and each figure with a caption that says what to look at.
-`display_reading(path)` displays it in a notebook. What each experiment runs and each figure's
-caption are read from the experiments' declarations (`results.catalog`). Reads only the files of
+`display_reading(path)` displays it in a notebook. What each experiment runs, each figure's
+caption, and an experiment's own headline, "What it showed" lines and table (where it declares
+them; else one line or row per arm) are read from the experiments' declarations
+(`results.catalog`), so no experiment is named here. Reads only the files of
 results/SCHEMA.md; knows nothing about models, and judges nothing (verdicts are the book's, from
 rules written before the numbers).
 """
@@ -12,7 +14,6 @@ rules written before the numbers).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,10 @@ from typing import Any
 from specdec_study.experiments.speculative_sampling import sequence_family
 from specdec_study.reporting.format import md_code, md_text
 from specdec_study.reporting.format import md_table as markdown_table
+from specdec_study.reporting.number_format import DASH, fmt, interval
+from specdec_study.reporting.number_format import interval_of as _ci
+from specdec_study.reporting.number_format import is_number as _finite
 from specdec_study.results import catalog
-
-DASH = "–"
 
 
 def what(experiment: str) -> str:
@@ -64,46 +66,6 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("total_wall_s", "total time (s)", "s"),
     ("identical_to_baseline", "identical to greedy", "%"),
 )
-
-
-def _finite(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def fmt(x: Any, kind: str = "") -> str:
-    """One number as the book prints it: ratios 2 decimals and x, shares as %, never 'nan'."""
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if not _finite(x):
-        return DASH if x is None or isinstance(x, float) else str(x)
-    if kind == "x":
-        return f"{x:.2f}x"
-    if kind == "%":
-        return f"{100 * x:.1f}%"
-    if kind == "s":
-        return f"{x:.2f}" if abs(x) < 100 else f"{x:.0f}"
-    if kind == "n":
-        return f"{x:g}"
-    if kind == "t":
-        return f"{x:.1f}"
-    return f"{x:.2f}" if isinstance(x, float) else str(x)
-
-
-def interval(point: Any, lo: Any, hi: Any, kind: str = "", n: Any = None) -> str:
-    """'1.06x [0.89x, 1.21x], n=20'; just the point when the interval is missing."""
-    if not _finite(point):
-        return DASH
-    if _finite(lo) and _finite(hi):
-        tail = f", n={int(n)}" if _finite(n) else ""
-        return f"{fmt(point, kind)} [{fmt(lo, kind)}, {fmt(hi, kind)}]{tail}"
-    return fmt(point, kind)
-
-
-def _ci(d: Any, kind: str) -> str:
-    if isinstance(d, dict):
-        return interval(d.get("value", d.get("median", d.get("mean"))), d.get("ci_low"),
-                        d.get("ci_high"), kind, d.get("n"))  # fmt: skip
-    return fmt(d, kind)
 
 
 def md_table(rows: Sequence[dict[str, str]]) -> str:
@@ -153,10 +115,16 @@ def _load(path: Path) -> tuple[dict, dict, dict]:
     return read("summary.json"), read("config.json"), read("env.json")
 
 
+def _timed(config: dict) -> bool:
+    """Whether the run generated on prompts (timed, arms interleaved), not teacher-forced on
+    documents (the agreement: no generation, no timing)."""
+    return not (config.get("n_prompts") is None and config.get("n_documents") is not None)
+
+
 def _sample_size(config: dict) -> str:
     """'6 prompts, 32 new tokens each', or for the teacher-forced agreement (no generation)
     '40 documents, 64 teacher-forced positions each'."""
-    if config.get("n_prompts") is None and config.get("n_documents") is not None:
+    if not _timed(config):
         return (
             f"{config['n_documents']} documents, "
             f"{config.get('continuation_tokens')} teacher-forced positions each"
@@ -191,7 +159,7 @@ def what_was_run(summary: dict, config: dict, env: dict) -> str:
         parts.append(
             " Arms: " + ", ".join(f"{md_code(m)} ({md_code(d)})" for m, d in arms.items()) + "."
         )
-    if exp not in ("agreement",) and "arms" in config:
+    if _timed(config) and "arms" in config:
         parts.append(
             " Arms run interleaved per prompt after a warm-up; intervals are 95% bootstrap "
             "intervals over prompts (paired for speedups)."
@@ -215,105 +183,18 @@ def _headline_arms(summary: dict) -> list[str]:
     return out
 
 
-def _headline_table(summary: dict, key: str, cell: str, unit: str) -> list[str]:
-    """Per non-baseline method: the first and last cell of a table (e.g. context 10 and 500)."""
-    by: dict[str, list[dict]] = {}
-    for t in summary.get("table", []):
-        if t.get("method", t.get("draft")) != "baseline":
-            by.setdefault(t.get("method", t.get("draft")), []).append(t)
-    out = []
-    for m, ts in by.items():
-        ts = [t for t in ts if _finite(t.get(key))]
-        if not ts:
-            continue
-        a, b = ts[0], ts[-1]
-        own = f"{key}_ci_low" in a
-        lo, hi = (f"{key}_ci_low", f"{key}_ci_high") if own else ("ci_low", "ci_high")
-        kind = "%" if key in ("agreement", "acceptance_rate") else "x"
-        out.append(
-            f"`{m}`: {unit} {interval(a[key], a.get(lo), a.get(hi), kind)} at {cell} "
-            f"{a.get(cell)}, {interval(b[key], b.get(lo), b.get(hi), kind)} at {cell} "
-            f"{b.get(cell)}" + (f" (n = {a['n_prompts']})" if a.get("n_prompts") else "")
-        )
-    return out
-
-
-def _implementations_headline(summary: dict) -> list[str]:
-    """Per variant of the positive control: its single-divisor speedup at the lowest and highest
-    context (and its n)."""
-    out = []
-    for v, ch in (summary.get("changes") or {}).items():
-        out.append(
-            f"`{v}`: speedup against its baseline at context {summary.get('reference_context')}: "
-            f"{_ci(ch.get('single_divisor_lo'), 'x')} at {ch.get('lo')}, "
-            f"{_ci(ch.get('single_divisor_hi'), 'x')} at {ch.get('hi')}"
-        )
-    return out
-
-
-def _shown_implementations(summary: dict) -> list[str]:
-    """Per variant: the two ratios (highest over lowest context) and the shape rule's label."""
-    out = []
-    for v, ch in (summary.get("changes") or {}).items():
-        r = ch.get("single_divisor_ratio") or {}
-        out.append(
-            f"`{v}`'s speedup the earlier study's way changed by a factor "
-            f"{_ci({**r, 'n': None}, '')} from context {ch.get('lo')} to {ch.get('hi')}, its "
-            f"tokens per target call by a factor {_ci({**(ch.get('tokens_per_call_ratio') or {}), 'n': None}, '')}"  # noqa: E501
-            f" (n = {r.get('n')} prompts): the shape rule says {ch.get('label')}"
-        )
-    return out
-
-
-def implementations_rows(table: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
-    """The positive control's (variant, context) rows, each interval joined."""
-    return [
-        {
-            "variant": f"`{t.get('variant')}`",
-            "context (tokens)": fmt(t.get("context"), "n"),
-            "n (prompts)": fmt(t.get("n_prompts"), "n"),
-            "tokens per target call": _ci(t.get("tokens_per_call"), ""),
-            "paired speedup": _ci(t.get("paired_speedup"), "x"),
-            "speedup vs its baseline at 20": _ci(t.get("single_divisor_speedup"), "x"),
-            "identical to greedy": fmt(t.get("identical_fraction"), "%"),
-        }
-        for t in table
-    ]
+def declared(experiment: str | None) -> Any:
+    """The declaration (`results.declare.Experiment`) of `experiment`, None when none is."""
+    found = catalog.declared().get(experiment or "")
+    return found[1] if found else None
 
 
 def headline(summary: dict, config: dict) -> list[str]:
-    """The headline's lines for a result, by experiment (a table per context or K, else per arm)."""
-    exp = summary.get("experiment")
-    if exp == "implementations":
-        return _implementations_headline(summary)
-    if exp in ("context_sweep", "context_sweep_nocache"):
-        return _headline_table(summary, "speedup", "context", "speedup")
-    if exp == "agreement":
-        return _headline_table(summary, "agreement", "context", "agreement")
-    if exp == "k_sweep":
-        ts = [t for t in summary.get("table", []) if _finite(t.get("speedup"))]
-        out = []
-        if ts:
-            best = max(ts, key=lambda t: t["speedup"])
-            out.append(
-                f"best measured K = {best['k']}: speedup "
-                f"{interval(best['speedup'], best.get('speedup_ci_low'), best.get('speedup_ci_high'), 'x')}"  # noqa: E501
-                f" (n = {config.get('n_prompts')}); predicted (Leviathan) "
-                f"{fmt(best.get('predicted_speedup_leviathan'), 'x')}"
-            )
-        ad = summary.get("adaptive") or {}
-        if ad.get("speedup"):
-            span = "..".join(str(ad[k]) for k in ("k_min", "k_max") if ad.get(k) is not None)
-            out.append(f"adaptive K ({span or 'schedule'}): speedup {_ci(ad['speedup'], 'x')}")
-        return out
-    if exp == "sampling":
-        return [
-            f"`{t['method']}` at T = {t['temperature']}: speedup "
-            f"{interval(t.get('speedup'), t.get('speedup_ci_low'), t.get('speedup_ci_high'), 'x')}"
-            f", acceptance {interval(t.get('acceptance_rate'), t.get('acceptance_rate_ci_low'), t.get('acceptance_rate_ci_high'), '%')}"  # noqa: E501
-            for t in summary.get("table", [])
-            if t.get("method") != "baseline"
-        ]
+    """The headline's lines for a result: its declaration's `headline` where it has one (a
+    table per context or K), else one line per arm."""
+    decl = declared(summary.get("experiment"))
+    if decl is not None and decl.headline is not None:
+        return decl.headline(summary, config)
     return _headline_arms(summary)
 
 
@@ -408,73 +289,14 @@ def _shown_arms(summary: dict) -> list[str]:
     return out
 
 
-def _shown_table(summary: dict, key: str, cell: str) -> list[str]:
-    """Per method, the first and last cell and whether their intervals overlap."""
-    by: dict[str, list[dict]] = {}
-    for t in summary.get("table", []):
-        m = t.get("method", t.get("draft"))
-        if m != "baseline" and _finite(t.get(key)):
-            by.setdefault(m, []).append(t)
-    out = []
-    kind = "%" if key in ("agreement", "acceptance_rate") else "x"
-    for m, ts in by.items():
-        a, b = ts[0], ts[-1]
-        if a is b:
-            continue
-        own = f"{key}_ci_low" in a
-        lo, hi = (f"{key}_ci_low", f"{key}_ci_high") if own else ("ci_low", "ci_high")
-        apart = all(_finite(x.get(y)) for x in (a, b) for y in (lo, hi)) and (
-            a[lo] > b[hi] or b[lo] > a[hi]
-        )
-        move = "fell" if b[key] < a[key] else "rose"
-        out.append(
-            f"`{m}`'s {key.replace('_', ' ')} {move} from {fmt(a[key], kind)} at {cell} "
-            f"{a.get(cell)} to {fmt(b[key], kind)} at {cell} {b.get(cell)} "
-            + ("(the two intervals do not overlap)" if apart else "(the two intervals overlap)")
-            + _n_of(a))  # fmt: skip
-    return out
-
-
-def _n_of(row: dict) -> str:
-    """', n = 12 prompts' (or documents) for a table row; empty when the row has no count."""
-    for key, unit in (("n_prompts", "prompts"), ("n_documents", "documents")):
-        if row.get(key):
-            return f", n = {row[key]} {unit}"
-    return ""
-
-
-def _shown_sampling(summary: dict) -> list[str]:
-    out = []
-    for t, chk in sequence_family(summary.get("sequence_check") or {}).items():
-        said = ", ".join(
-            f"`{m}` {c.get('verdict')} (p = {fmt(c.get('p_value'))}, "
-            f"{fmt(c.get('n_tested'), 'n')} tokens)"
-            for m, c in chk.items()
-        )
-        out.append(f"at T = {t}, tokens 1..m against the target's exact conditionals: {said}")
-    for t, chk in (summary.get("distribution_check") or {}).items():
-        said = ", ".join(f"`{m}` p = {fmt(c.get('p_value'))} (detects TVD "
-                         f"{fmt(c.get('detectable_tvd'))}, n = {fmt(c.get('n_samples'), 'n')})"
-                         for m, c in chk.items() if isinstance(c, dict))  # fmt: skip
-        out.append(f"at T = {t}, the first sampled token against the target's: {said}")
-    return out
-
-
 def showed(summary: dict) -> str | None:
     """**What it showed**: the run's result in words, read from the files (intervals against
     1x, first against last cell of a sweep, the sampling checks' outcomes), and the hypotheses
     its files feed, with where the book decides them."""
     exp = summary.get("experiment", "")
-    if exp in ("context_sweep", "context_sweep_nocache"):
-        lines = _shown_table(summary, "speedup", "context")
-    elif exp == "agreement":
-        lines = _shown_table(summary, "agreement", "context")
-    elif exp == "sampling":
-        lines = _shown_sampling(summary)
-    elif exp == "implementations":
-        lines = _shown_implementations(summary)
-    else:
-        lines = _shown_arms(summary)
+    decl = declared(exp)
+    lines = decl.showed(summary) if decl is not None and decl.showed is not None else (
+        _shown_arms(summary))  # fmt: skip
     parts = []
     if lines:
         parts.append("**What it showed.** " + "; ".join(lines) + ".")
@@ -492,8 +314,9 @@ def reading(path: Path) -> str:
     if hl := headline(summary, config):
         parts.append("**Headline** (point estimate [95% interval]):\n\n"
                      + "\n".join(f"- {h}" for h in hl))  # fmt: skip
-    if summary.get("experiment") == "implementations" and summary.get("table"):
-        parts.append(md_table(implementations_rows(summary["table"])))
+    decl = declared(summary.get("experiment"))
+    if decl is not None and decl.table is not None and summary.get("table"):
+        parts.append(md_table(decl.table(summary["table"])))
     elif summary.get("table"):
         rows = table_rows(summary["table"])
         parts.append(md_table(rows))

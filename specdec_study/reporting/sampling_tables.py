@@ -12,7 +12,7 @@ import pandas as pd
 
 from specdec_study.experiments.speculative_sampling import family_size, sequence_family
 from specdec_study.reporting.format import as_float, ci, finite, num, pct
-from specdec_study.results.catalog import BASELINE
+from specdec_study.results.declare import BASELINE
 from specdec_study.results.read import Profile, role_arm
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 
 from specdec_study.reporting.earlier import earlier_table
 from specdec_study.reporting.format import as_float, central, ci, ci_pct, finite, num, pct
-from specdec_study.results.catalog import BASELINE
+from specdec_study.results.declare import BASELINE
 from specdec_study.results.read import Profile, experiment_arms, role_arm, stored_sweep_table
 from specdec_study.results.store import ExperimentResult
 

@@ -118,10 +118,17 @@ class Experiment:
     config.json (a TypedDict extending `StudyConfig`), refused likewise before it runs and on
     read (`results.schema.config_problem`); None: unchecked.
     `build_config` and `run`: the experiment's config (from the profile alone, loading no model)
-    and its run, each a function of the `runner.lab.Lab` the runner hands it (a declaration
-    without them is refused by `runner.experiments.bound`); `summarize`: its summary sections
-    from its rows, (rows, config, stated summary) -> dict (what `analysis.from_rows` checks the
-    book's numbers with; None: the book's claims read the stated summary)."""
+    and its run, each a function of the `runner.lab.Lab` the runner hands it; `summarize`: its
+    summary sections from its rows, (rows, config, stated summary) -> dict (what
+    `analysis.from_rows` checks the book's numbers with). Every experiment of the catalog has a
+    run and a config (`runner.experiments.bound` refuses one without); one without `summarize`
+    has its book's numbers read from its summary.
+    `headline` and `showed`: its reading's lines (`reporting.readings` joins them), the
+    headline's from (summary, config) and "What it showed"'s from the summary, each a list of
+    str; None: one line per arm (`readings._headline_arms`, `readings._shown_arms`). They print
+    numbers with `reporting.number_format` and `reporting.reading_lines`, which import no
+    catalog. `table`: the reading's table from its summary's `table` rows (each row a dict of
+    header -> printed cell); None: the summary's chosen columns (`readings.table_rows`)."""
 
     name: str
     what: str
@@ -134,6 +141,13 @@ class Experiment:
     run: Callable[[Any], Any] | None = field(default=None, compare=False)
     summarize: Callable[[list[dict[str, Any]], dict[str, Any], dict[str, Any]], dict[str, Any]] | None = (
         field(default=None, compare=False)
+    )
+    headline: Callable[[dict[str, Any], dict[str, Any]], list[str]] | None = field(
+        default=None, compare=False
+    )
+    showed: Callable[[dict[str, Any]], list[str]] | None = field(default=None, compare=False)
+    table: Callable[[Sequence[dict[str, Any]]], list[dict[str, str]]] | None = field(
+        default=None, compare=False
     )
 
     @property

@@ -38,7 +38,7 @@ from specdec_study.environment.runtime import current as current_runtime
 from specdec_study.environment.runtime import env_threads
 from specdec_study.environment.runtime import setup as setup_runtime
 from specdec_study.results import catalog
-from specdec_study.results.catalog import BASELINE
+from specdec_study.results.declare import BASELINE
 from specdec_study.results.store import ResultStore
 from specdec_study.runner.tiny import TINY, TINY_DRAFT, tiny_random_model
 

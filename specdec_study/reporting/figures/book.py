@@ -23,7 +23,7 @@ from specdec_study.experiments import agreement
 from specdec_study.reporting.earlier import earlier_drop, earlier_recomputed
 from specdec_study.reporting.figures import arms, context_length
 from specdec_study.reporting.identity import identity_margins
-from specdec_study.results.catalog import BASELINE
+from specdec_study.results.declare import BASELINE
 from specdec_study.results.read import Profile, role_arm, stored_sweep_table, sweep_contexts
 from specdec_study.results.store import ExperimentResult
 

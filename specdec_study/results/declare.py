@@ -11,7 +11,8 @@ its config and run (`build_config`, `run`: functions of a `runner.lab.Lab`, whic
 hands them, so that the module imports no runner and no torch), its summary from rows
 (`summarize`) and each figure's drawing (`Figure.draw`); the layers that use them find them
 there (`runner.experiments.RUNNERS`, `analysis.from_rows.SUMMARIZED`,
-`reporting.figures.declared.DRAWINGS`).
+`reporting.figures.declared.draw`), and its reading (`headline`, `showed`, `table`:
+`reporting.readings`).
 
 Knows nothing about any particular experiment nor about the order of the study
 (`results.catalog` finds the notebooks).

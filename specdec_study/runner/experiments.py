@@ -6,7 +6,7 @@ An experiment of the `specdec_study.experiments` package carries its run and con
 declaration, as functions of a `runner.lab.Lab`: `bound` hands them one, and every such
 declaration of the catalog is bound here without being named.
 Knows nothing about what an experiment measures or how its figures are drawn
-(`reporting.figures.declared.DRAWINGS`).
+(`reporting.figures.declared.draw`, from each `Figure.draw`).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ figures. Imports no runner and no torch.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
@@ -458,6 +459,7 @@ context_sweep = Experiment(
     headline=reading_headline,
     showed=reading_showed,
 )
+
 # this result directory's section of results/SCHEMA.md (`make notebooks` writes it there)
 CONTEXT_SWEEP_NOCACHE_SCHEMA = """\
 The cache-off run of `context_sweep` (its layout, above): the same contexts, prompts, token
@@ -466,19 +468,14 @@ re-reads the whole sequence; its own section may name a subset of the sweep's dr
 none, the baseline alone) and fewer prompts (the first ones).
 """
 
-context_sweep_nocache = Experiment(
-    "context_sweep_nocache",
-    "the context sweep with the KV cache off (every call re-reads the whole sequence)",
+# the same shapes, config, run, summary and reading as the sweep's (the Lab's name says which)
+context_sweep_nocache = replace(
+    context_sweep,
+    name="context_sweep_nocache",
+    what="the context sweep with the KV cache off (every call re-reads the whole sequence)",
     schema=CONTEXT_SWEEP_NOCACHE_SCHEMA,
     # the baseline alone: no acceptance to plot (the plot was an empty frame with an empty legend)
     figures=tuple(f for f in CONTEXT_FIGURES if f.file != "acceptance_vs_context.png"),
-    summary=SweepSummary,
-    config_shape=SweepConfig,
-    build_config=config,
-    run=run,
-    summarize=from_rows,
-    headline=reading_headline,
-    showed=reading_showed,
 )
 
 NOTEBOOK = Notebook(

@@ -295,8 +295,8 @@ def showed(summary: dict) -> str | None:
     its files feed, with where the book decides them."""
     exp = summary.get("experiment", "")
     decl = declared(exp)
-    lines = decl.showed(summary) if decl is not None and decl.showed is not None else (
-        _shown_arms(summary))  # fmt: skip
+    shown = decl.showed if decl is not None and decl.showed is not None else _shown_arms
+    lines = shown(summary)
     parts = []
     if lines:
         parts.append("**What it showed.** " + "; ".join(lines) + ".")

@@ -88,6 +88,38 @@ def test_no_lossless_candidate_means_no_choice():
     assert P.choose(rows(walls, different={NGRAM.name}), [NGRAM])["chosen"] is None
 
 
+def test_a_challenger_inside_the_margin_leaves_the_static_configuration():
+    walls = {"baseline": [10.0], NGRAM.name: [3.9], LOOKUP.name: [3.8]}  # 2.56x, 2.63x
+    out = P.choose(rows(walls), [NGRAM, LOOKUP], incumbent=NGRAM)
+    assert out["candidates"][LOOKUP.name]["speedup"] > out["candidates"][NGRAM.name]["speedup"]
+    assert (out["chosen"]["spec"], out["chosen"]["k"]) == (NGRAM.spec, NGRAM.k)
+    assert (out["incumbent"], out["margin"]) == (NGRAM.name, P.MARGIN)
+
+
+def test_a_challenger_at_the_margin_or_beyond_takes_the_preset():
+    walls = {"baseline": [10.0], NGRAM.name: [5.0], LOOKUP.name: [4.0]}  # 2.0x, 2.5x: +25%
+    out = P.choose(rows(walls), [NGRAM, LOOKUP], incumbent=NGRAM, margin=0.25)
+    assert out["chosen"]["spec"] == LOOKUP.spec
+    walls[LOOKUP.name] = [4.0 + 1e-9]  # a hair under the margin
+    out = P.choose(rows(walls), [NGRAM, LOOKUP], incumbent=NGRAM, margin=0.25)
+    assert out["chosen"]["spec"] == NGRAM.spec
+
+
+def test_an_incumbent_that_is_not_lossless_or_not_measured_keeps_nothing():
+    walls = {"baseline": [10.0], NGRAM.name: [2.0], LOOKUP.name: [4.0], SHARED.name: [4.5]}
+    out = P.choose(rows(walls, different={NGRAM.name}), [NGRAM, LOOKUP, SHARED], incumbent=NGRAM)
+    assert out["chosen"]["spec"] == LOOKUP.spec
+    out = P.choose(rows(walls), [LOOKUP, SHARED], incumbent=NGRAM)
+    assert out["chosen"]["spec"] == LOOKUP.spec
+
+
+def test_each_presets_incumbent_is_its_static_configuration_and_a_candidate():
+    for preset, p in PRESETS.items():
+        c = P.static_candidate(preset)
+        assert (c.spec, c.k) == (p.spec, p.k)
+        assert c.name in {x.name for x in P.CANDIDATES}
+
+
 def test_the_candidates_hold_int8w_the_ngram_lookup_shared_and_shared_for_every_preset():
     specs = {(c.spec, c.k) for c in P.CANDIDATES}
     assert {("int8w:32768", 4), ("ngram", 7), ("lookup+shared:3:2", 4)} <= specs
@@ -136,6 +168,10 @@ def test_calibrate_presets_stores_the_choice_of_the_rule_from_the_runs_rows():
         7,
     )
     assert rec["presets"]["best_short"]["chosen"]["spec"] == "bigram"
+    # each preset's static configuration is its incumbent (best_short's is not a candidate here)
+    assert [rec["presets"][p]["incumbent"] for p in ("best", "best_short")] == [
+        P.static_candidate(p).name for p in ("best", "best_short")
+    ]
     assert rec["dtype"] == "float32" and rec["key"].endswith("|float32|tiny")
     assert P._record_problem(rec) is None
 

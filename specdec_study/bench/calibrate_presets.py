@@ -31,7 +31,8 @@ CONTEXT_TOKENS = 100  # the bench's longest context
 N_PROMPTS = {"best": 1, "best_short": 1}  # per preset: about a minute on 2 cores (bfloat16)
 RULE = (
     "the fastest candidate (baseline's total time over its own, paired on the same prompts) "
-    "among those whose every output equals the baseline's; ties to the earlier candidate"
+    "among those whose every output equals the baseline's; ties to the earlier candidate; the "
+    f"static table's configuration stays unless a challenger is {P.MARGIN:.0%} faster or more"
 )
 
 Runner = Callable[..., list[dict[str, Any]]]
@@ -114,7 +115,7 @@ def calibrate_presets(
             "max_new_tokens": tokens,
             "n_prompts": len(ps),
             "context_tokens": CONTEXT_TOKENS,
-            **P.choose(rows, candidates),
+            **P.choose(rows, candidates, incumbent=P.static_candidate(preset)),
         }
     device = loaded.device.type
     return {

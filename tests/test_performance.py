@@ -199,8 +199,18 @@ def test_each_bench_run_names_its_cpu_kind_and_what_the_presets_resolved_to(tmp_
     table = md_table(perf.machines_table({"bench-epyc": new}))
     listed = perf.machines_markdown({"bench-epyc": new, perf.BENCH_RUN: committed[perf.BENCH_RUN]})
     assert len(listed.splitlines()) == 2  # one line per CPU kind and dtype
-    both = perf.machines_markdown(committed)  # the committed runs: one kind, both runs
+    amx = {r: committed[r] for r in (perf.BENCH_RUN, perf.LOOPFREE_RUN)}
+    both = perf.machines_markdown(amx)  # the AMX Xeon's runs: one kind, both runs
     assert len(both.splitlines()) == 1 and "`bench`" in both and "`bench-loopfree`" in both
+    # our baseline over HF greedy, from the run that measured it (the loop-free run did not)
+    got = committed[perf.BENCH_RUN]["targets"]["baseline_vs_hf_greedy_c100"]["value"]
+    ratio = perf.baseline_vs_hf(committed[perf.BENCH_RUN])
+    assert ratio.startswith(f"{got:.2f}x [") and ratio.endswith(", n=10")
+    assert perf.baseline_vs_hf(committed[perf.LOOPFREE_RUN]) is None
+    assert both.endswith(f"our baseline over HF greedy: `bench` {ratio}")
+    every = perf.machines_markdown(committed)  # one line per kind the committed runs name
+    kinds = {perf.cpu_text(b) + str(b.get("dtype")) for b in committed.values()}
+    assert len(every.splitlines()) == len(kinds)
     for text in (table, listed):  # the CPU's name is literal text, the spec a whole code span
         assert "EPYC&#96;x" in text and "EPYC`x" not in text
         assert "``look`up``" in text

@@ -403,18 +403,34 @@ def machines_table(benches: dict[str, dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def baseline_vs_hf(bench: dict[str, Any]) -> str | None:
+    """Our baseline over Hugging Face greedy at the run's longest context, as the run's own
+    target records it ('0.86x [0.81, 0.93], n=10'); None where the run did not measure it."""
+    got = (bench.get("targets") or {}).get(
+        f"baseline_vs_hf_greedy_c{max(bench.get('contexts') or [0])}"
+    )
+    if not isinstance(got, dict):
+        return None
+    return ci(got.get("ci") or got.get("value"), 2, suffix="x")
+
+
 def machines_markdown(benches: dict[str, dict[str, Any]]) -> str:
     """One line per CPU kind and dtype that ran the bench (the runs' folders there in
-    brackets): what `best` and `best_short` ran there and from what. The speedups are in each
-    run's own tables."""
+    brackets): what `best` and `best_short` ran there and from what, and our baseline over
+    Hugging Face greedy in each run that measured it. The other speedups are in each run's own
+    tables."""
     kinds: dict[tuple[str, ...], list[str]] = {}
     for run, b in benches.items():
         said = ", ".join(f"{md_code(p)} ran {_preset_cell(b, p)}" for p in PRESET_KEYS)
         kinds.setdefault((md_text(cpu_text(b)), md_text(b.get("dtype")), said), []).append(run)
-    return "\n".join(
-        f"- {cpu}, {dtype} ({', '.join(md_code(r) for r in runs)}): {said}"
-        for (cpu, dtype, said), runs in kinds.items()
-    )
+    lines = []
+    for (cpu, dtype, said), runs in kinds.items():
+        ratios = [
+            f"{md_code(r)} {got}" for r in runs if (got := baseline_vs_hf(benches[r])) is not None
+        ]
+        tail = f"; our baseline over HF greedy: {'; '.join(ratios)}" if ratios else ""
+        lines.append(f"- {cpu}, {dtype} ({', '.join(md_code(r) for r in runs)}): {said}{tail}")
+    return "\n".join(lines)
 
 
 def bench_date(bench: dict[str, Any]) -> str | None:

@@ -342,10 +342,11 @@ def test_bench_full_path_runs_both_contexts_with_hf_at_its_best_k_at_context_20(
     assert ours == {(c.draft, c.k if c.draft != "none" else 0) for c in all_configs()}
 
 
-def test_wide_float32_weights_multiply_several_rows_as_w_times_x_transposed():
-    """An LM-head-sized float32 linear takes 2+ rows as W @ x^T: the same values as F.linear
-    (up to summation order), one row stays on F.linear exactly."""
-    from specdec_lib.core.fastpath import WIDE, PackedLinear
+def test_wide_float32_weights_multiply_several_rows_off_the_one_row_path():
+    """An LM-head-sized float32 linear takes 2+ rows through oneDNN's packed product (W @ x^T
+    where oneDNN cannot): the same values as F.linear up to summation order; one row stays on
+    F.linear exactly and packs nothing."""
+    from specdec_lib.core.fastpath import WIDE, PackedLinear, packed_bytes
 
     g = torch.Generator().manual_seed(0)
     lin = torch.nn.Linear(64, WIDE + 8, bias=True)
@@ -360,8 +361,11 @@ def test_wide_float32_weights_multiply_several_rows_as_w_times_x_transposed():
         assert got.shape == ref.shape == (1, rows, WIDE + 8)
         if rows == 1:
             assert torch.equal(got, ref)
+            assert packed_bytes(lin) == 0
         else:
             assert torch.allclose(got, ref, atol=1e-4, rtol=1e-5)
+    packed = packing_available(torch.float32)
+    assert (packed_bytes(lin) >= lin.weight.numel() * 4) if packed else packed_bytes(lin) == 0
 
 
 def test_bench_loads_no_float32_twin_of_the_target_on_a_gpu():

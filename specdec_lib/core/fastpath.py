@@ -11,8 +11,11 @@ greedy decoding bit for bit.
   the product runs through oneDNN from a weight reordered once into its blocked layout,
   bit-identical to `F.linear`, where the plain path re-reads and repacks the weight at every call;
   the packed copies cost the weights' size once. Without `pack`, a float32 weight of at least `WIDE`
-  output rows (an LM head) takes several rows as `W @ x^T`, which streams the weight once where
-  `F.linear` repacks it.
+  output rows (an LM head) takes several rows (a verification) through oneDNN from a copy packed
+  at the first such call (where oneDNN multiplies float32, else as `W @ x^T`, which streams the
+  weight once where `F.linear` repacks it); one row (a decode step) stays on `F.linear`. oneDNN's
+  packed float32 kernels take several rows for much less than `W @ x^T` (which is no cheaper per
+  row than one row at a time); the packed copy costs the head's size once.
 - with `invariant`, every product runs at one shape, whatever the number of positions:
   * a linear layer multiplies chunks of exactly `ROWS` rows (a one-row decode step is padded
     with zero rows too), and the row of position p always sits in slot p mod ROWS of its chunk
@@ -200,6 +203,8 @@ class PackedLinear(torch.nn.Module):
         if self.pack and w.dtype in PACKED_DTYPES:
             return _packed_linear(x2, self.packed(), bias)
         if x2.shape[0] > 1 and w.shape[0] >= WIDE and w.dtype == torch.float32:
+            if packing_available(torch.float32):  # oneDNN from the weight packed once
+                return _packed_linear(x2, self.packed(), bias)
             y = torch.mm(w, x2.t()).t()  # [out, in] @ [in, M]: streams the weight once
             return y + bias if bias is not None else y
         return torch.nn.functional.linear(x2, w, bias)

@@ -192,7 +192,7 @@ def test_each_bench_run_names_its_cpu_kind_and_what_the_presets_resolved_to(tmp_
     new = perf.read_bench(_planted(tmp_path, change))
     row = perf.machines_table({"bench-epyc": new}).iloc[0]
     assert "family 25 model 1" in row["CPU kind"] and row["dtype"] == "float32"
-    assert row["best"] == "`int8w:32768`, K = 4 (calibration: 1.96x over our baseline, n=1)"
+    assert row["best"] == "`int8w:32768`, K = 4 (calibrated)"
     assert row["best_short"].startswith("``look`up``, K = 4 (static table)")
     from specdec_study.reporting.format import md_table
 
@@ -207,10 +207,13 @@ def test_each_bench_run_names_its_cpu_kind_and_what_the_presets_resolved_to(tmp_
     ratio = perf.baseline_vs_hf(committed[perf.BENCH_RUN])
     assert ratio.startswith(f"{got:.2f}x [") and ratio.endswith(", n=10")
     assert perf.baseline_vs_hf(committed[perf.LOOPFREE_RUN]) is None
-    assert both.endswith(f"our baseline over HF greedy: `bench` {ratio}")
-    every = perf.machines_markdown(committed)  # one line per kind the committed runs name
-    kinds = {perf.cpu_text(b) + str(b.get("dtype")) for b in committed.values()}
+    assert both.endswith(f"our baseline x HF greedy {ratio}")  # one run measured it: no name
+    every = perf.machines_markdown(committed)  # one line per CPU kind, each dtype in it
+    kinds = {perf.cpu_text(b) for b in committed.values()}
     assert len(every.splitlines()) == len(kinds)
+    for b in committed.values():
+        line = next(x for x in every.splitlines() if x.startswith(f"- {perf.cpu_text(b)}:"))
+        assert f"{b['dtype']} (" in line
     for text in (table, listed):  # the CPU's name is literal text, the spec a whole code span
         assert "EPYC&#96;x" in text and "EPYC`x" not in text
         assert "``look`up``" in text

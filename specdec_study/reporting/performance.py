@@ -237,10 +237,9 @@ def _repetition_reading(points: list[tuple[float, float, str]]) -> str:
     )
     if min(p[1] for p in high) > max(p[1] for p in low):
         return (
-            f"In this run {said}. A copying draft's large speedups measure how much of a greedy "
-            "base model's output repeats what it has already written, not a gain to expect on "
-            "text that does not repeat: for such text the less repetitive settings are the "
-            "fairer guide."
+            f"In this run {said}. A copying draft's large speedups measure how much a greedy "
+            "base model repeats itself: for text that does not repeat, the less repetitive "
+            "settings are the fairer guide."
         )
     return f"In this run {said}: repetition alone does not order the speedups."
 
@@ -350,11 +349,7 @@ def _preset_cell(bench: dict[str, Any], preset: str) -> str:
     if not r.get("draft"):
         return "-"
     k = f", K = {r['k']}" if r.get("k") is not None else ""
-    source = "calibration" if r.get("source") == "calibration" else "static table"
-    cal = r.get("calibration") or {}
-    chosen = cal.get("chosen") or {}
-    if source == "calibration" and chosen.get("speedup") is not None:
-        source += f": {num(chosen['speedup'], 2, 'x')} over our baseline, n={cal.get('n_prompts')}"
+    source = "calibrated" if r.get("source") == "calibration" else "static table"
     return f"{md_code(r['draft'])}{k} ({source})"
 
 
@@ -415,21 +410,24 @@ def baseline_vs_hf(bench: dict[str, Any]) -> str | None:
 
 
 def machines_markdown(benches: dict[str, dict[str, Any]]) -> str:
-    """One line per CPU kind and dtype that ran the bench (the runs' folders there in
+    """One line per CPU kind that ran the bench, and in it per dtype (the runs' folders in
     brackets): what `best` and `best_short` ran there and from what, and our baseline over
     Hugging Face greedy in each run that measured it. The other speedups are in each run's own
     tables."""
-    kinds: dict[tuple[str, ...], list[str]] = {}
+    kinds: dict[str, dict[tuple[str, str], list[str]]] = {}
     for run, b in benches.items():
-        said = ", ".join(f"{md_code(p)} ran {_preset_cell(b, p)}" for p in PRESET_KEYS)
-        kinds.setdefault((md_text(cpu_text(b)), md_text(b.get("dtype")), said), []).append(run)
+        said = ", ".join(f"{md_code(p)}: {_preset_cell(b, p)}" for p in PRESET_KEYS)
+        key = (md_text(b.get("dtype")), said)
+        kinds.setdefault(md_text(cpu_text(b)), {}).setdefault(key, []).append(run)
     lines = []
-    for (cpu, dtype, said), runs in kinds.items():
-        ratios = [
-            f"{md_code(r)} {got}" for r in runs if (got := baseline_vs_hf(benches[r])) is not None
-        ]
-        tail = f"; our baseline over HF greedy: {'; '.join(ratios)}" if ratios else ""
-        lines.append(f"- {cpu}, {dtype} ({', '.join(md_code(r) for r in runs)}): {said}{tail}")
+    for cpu, settings in kinds.items():
+        parts = []
+        for (dtype, said), runs in settings.items():
+            got = {r: g for r in runs if (g := baseline_vs_hf(benches[r])) is not None}
+            ratios = "; ".join(g if len(got) == 1 else f"{md_code(r)} {g}" for r, g in got.items())
+            tail = f"; our baseline x HF greedy {ratios}" if got else ""
+            parts.append(f"{dtype} ({', '.join(md_code(r) for r in runs)}): {said}{tail}")
+        lines.append(f"- {cpu}: " + ". ".join(parts))
     return "\n".join(lines)
 
 
@@ -443,7 +441,7 @@ def provenance_markdown(bench: dict[str, Any], run: str = BENCH_RUN) -> str:
     """Where the numbers come from: the run's folder, the command, the machine, dtype and n per
     arm (the run's conditions and its own targets stay in its files)."""
     loopfree = run == LOOPFREE_RUN
-    where = "in this section" if loopfree else "outside its last section"
+    where = "in this section" if loopfree else "outside the Machines section and the last one"
     date = bench_date(bench)
     groups = " --groups loopfree" if loopfree else ""
     return (

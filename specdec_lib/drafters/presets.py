@@ -29,10 +29,10 @@ the incumbent's takes the preset, anything less keeps the incumbent (where the i
 lossless; where it is not, or was not measured, the fastest lossless candidate). With no
 lossless candidate there is no choice and the static table applies.
 
-Why a margin: at one prompt per preset, one candidate's speedup moved by 4-13% between two
-calibrations on one machine (session notes of 2026-12-07), so candidates a few percent apart
-traded places from run to run (`best` flipped between the n-gram at 2.61x and lookup+shared
-at 2.68x). A challenger inside the margin is not told apart from the incumbent by this
+Why a margin: at one prompt per preset, one candidate's speedup moves by several percent
+between two calibrations on one machine, so candidates a few percent apart traded places from
+run to run (`best` flipped between the n-gram and lookup+shared; the numbers are in the issue's
+session notes). A challenger inside the margin is not told apart from the incumbent by this
 calibration; the bench, at ten prompts, measures whichever runs.
 
 Torch-free. Knows nothing about timing or models: the rows it chooses from are given.

@@ -198,7 +198,7 @@ def test_each_bench_run_names_its_cpu_kind_and_what_the_presets_resolved_to(tmp_
 
     table = md_table(perf.machines_table({"bench-epyc": new}))
     listed = perf.machines_markdown({"bench-epyc": new, perf.BENCH_RUN: committed[perf.BENCH_RUN]})
-    assert len(listed.splitlines()) == 2  # one line per CPU kind and dtype
+    assert len(listed.splitlines()) == 2  # one line per CPU kind
     amx = {r: committed[r] for r in (perf.BENCH_RUN, perf.LOOPFREE_RUN)}
     both = perf.machines_markdown(amx)  # the AMX Xeon's runs: one kind, both runs
     assert len(both.splitlines()) == 1 and "`bench`" in both and "`bench-loopfree`" in both
